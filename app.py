@@ -1,0 +1,67 @@
+"""The application factory."""
+import logging
+
+from flask import Flask
+from flask_htmx import HTMX
+from flask_login import LoginManager
+from flask_migrate import Migrate
+
+from core.api import register_error_handlers
+from core.config import INSTANCE_PATH, PROJECT_ROOT, load_config, warn_about_egress_knobs
+from core.db import db
+from core.web import init_web
+
+migrate = Migrate()
+htmx = HTMX()
+
+
+def create_app(config: dict | None = None) -> Flask:
+    """Build the app from the environment; `config` overrides it (tests)."""
+    app = Flask(__name__, instance_path=str(INSTANCE_PATH))
+    app.config.from_mapping(load_config(config))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    warn_about_egress_knobs(app.config)
+
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"),
+                     render_as_batch=True, compare_type=True)
+    htmx.init_app(app)
+    _init_login(app)
+    init_web(app)
+    register_error_handlers(app)
+    _register_blueprints(app)
+    _register_cli(app)
+    return app
+
+
+def _init_login(app: Flask) -> None:
+    """Flask-Login: sessions by cookie, unauthenticated pages go to /login."""
+    from desk.auth import load_user
+
+    manager = LoginManager(app)
+    manager.login_view = "desk.login"
+    manager.login_message = None
+    manager.user_loader(load_user)
+
+
+def _register_blueprints(app: Flask) -> None:
+    """Mount every package's pages and APIs (importing them also declares every table)."""
+    import core.audit  # noqa: F401  the audit table has no blueprint
+    import desk.api
+    import desk.auth
+    import desk.workbench
+    import openapi.views
+    import rules.views
+    import studio.views
+
+    for module in (desk.auth, desk.api, desk.workbench, studio.views, rules.views, openapi.views):
+        app.register_blueprint(module.bp)
+
+
+def _register_cli(app: Flask) -> None:
+    """Operator commands: tenants, members, channels, demo, staff, jobs."""
+    from desk.cli import register as register_desk
+    from jobs.cli import jobs_cli
+
+    register_desk(app)
+    app.cli.add_command(jobs_cli)

@@ -1,0 +1,96 @@
+"""JSON envelopes, the domain error type and the app-wide error handlers."""
+import logging
+import uuid
+
+from flask import Flask, g, jsonify, render_template, request
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger(__name__)
+
+# Werkzeug statuses mapped to the spec's error codes for JSON paths.
+HTTP_CODES = {
+    400: "invalid_json",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "not_found",
+    413: "request_too_large",
+    429: "rate_limited",
+}
+
+
+class ApiError(Exception):
+    """A domain error with the spec's code and HTTP status; `detail` names the offending path."""
+
+    def __init__(self, code: str, status: int = 400, detail: str | None = None,
+                 headers: dict | None = None, extra: dict | None = None):
+        super().__init__(code)
+        self.code = code
+        self.status = status
+        self.detail = detail
+        self.headers = headers or {}
+        self.extra = extra or {}
+
+
+def request_id() -> str:
+    """The id of the current request, fresh for each request."""
+    if "request_id" not in g:
+        g.request_id = str(uuid.uuid4())
+    return g.request_id
+
+
+def ok(data, status: int = 200):
+    """Success envelope `{request_id, data}`."""
+    return jsonify({"request_id": request_id(), "data": data}), status
+
+
+def error_response(err: ApiError):
+    """Failure envelope `{request_id, error:{code}}` with the error's status and headers."""
+    body = {"code": err.code, **err.extra}
+    if err.detail:
+        body["detail"] = err.detail
+    response = jsonify({"request_id": request_id(), "error": body})
+    response.status_code = err.status
+    response.headers.update(err.headers)
+    return response
+
+
+def wants_json() -> bool:
+    """JSON answers for API paths; HTML pages everywhere else."""
+    return request.path.startswith("/api/")
+
+
+def _html_error(status: int, code: str):
+    """Render the HTML error page for a status."""
+    return render_template("errors/error.html", status=status, code=code), status
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Install the handlers so every failure answers in the surface's own format."""
+
+    @app.errorhandler(ApiError)
+    def handle_api_error(err: ApiError):
+        if wants_json():
+            return error_response(err)
+        return _html_error(err.status, err.code)
+
+    @app.errorhandler(HTTPException)
+    def handle_http_error(err: HTTPException):
+        status = err.code or 500
+        code = HTTP_CODES.get(status, "internal_error" if status >= 500 else "bad_request")
+        if wants_json():
+            return error_response(ApiError(code, 404 if status == 405 else status))
+        return _html_error(status, code)
+
+    @app.errorhandler(Exception)
+    def handle_unexpected(err: Exception):
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        if wants_json():
+            return error_response(ApiError("internal_error", 500))
+        return _html_error(500, "internal_error")
+
+    @app.after_request
+    def add_request_id(response):
+        if wants_json():
+            response.headers["X-Request-Id"] = request_id()
+        return response

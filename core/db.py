@@ -1,0 +1,66 @@
+"""Database base class, shared column types and the Flask-SQLAlchemy handle."""
+import uuid
+from datetime import datetime, timezone
+
+from flask_sqlalchemy import SQLAlchemy
+from sqlalchemy import DateTime, MetaData, TypeDecorator, Uuid, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, registry
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator):
+    """A timestamp stored in UTC with microseconds and always read back timezone-aware."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given; store aware UTC datetimes only")
+        value = value.astimezone(timezone.utc)
+        # SQLite keeps no zone: store the UTC wall time so ordering stays lexical.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    """Typed declarative base with a constraint naming convention for stable migrations."""
+
+    registry = registry(metadata=MetaData(naming_convention=NAMING_CONVENTION),
+                        type_annotation_map={datetime: UTCDateTime(), uuid.UUID: Uuid()})
+
+
+class UUIDPrimaryKey:
+    """Mixin: a random UUID primary key."""
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+
+
+db = SQLAlchemy(model_class=Base)
+
+
+@event.listens_for(Engine, "connect")
+def _sqlite_pragmas(dbapi_connection, connection_record):
+    """SQLite (the embedded default): enforce foreign keys, let readers and a writer overlap."""
+    if type(dbapi_connection).__module__.startswith("sqlite3"):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=15000")
+        cursor.close()

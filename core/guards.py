@@ -1,0 +1,61 @@
+"""Request guards for the console JSON API: same origin, size limit, JSON object bodies."""
+import json
+from urllib.parse import urlsplit
+
+from flask import request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from core.api import ApiError
+
+CONSOLE_BODY_LIMIT = 32_000
+
+
+def require_same_origin() -> None:
+    """Refuse a state-changing request whose Origin is missing or another site (403 forbidden)."""
+    origin = request.headers.get("Origin")
+    if not origin:
+        raise ApiError("forbidden", 403)
+    parts = urlsplit(origin)
+    if f"{parts.scheme}://{parts.netloc}" != request.host_url.rstrip("/") or parts.path not in ("", "/"):
+        raise ApiError("forbidden", 403)
+
+
+def read_limited_body(limit: int) -> bytes:
+    """The raw body, refused with 413 above `limit` bytes before anything is parsed."""
+    if request.content_length is not None and request.content_length > limit:
+        raise ApiError("request_too_large", 413)
+    request.max_content_length = limit  # also bounds chunked bodies without a length
+    try:
+        return request.get_data(cache=True)
+    except RequestEntityTooLarge:
+        raise ApiError("request_too_large", 413) from None
+
+
+def parse_json_object(raw: bytes) -> dict:
+    """Parse bytes as exactly one JSON object (no NaN/Infinity), else 400 invalid_json."""
+    try:
+        body = json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError("invalid_json", 400) from None
+    if not isinstance(body, dict):
+        raise ApiError("invalid_json", 400)
+    return body
+
+
+def read_json_object(limit: int = CONSOLE_BODY_LIMIT) -> dict:
+    """Parse the body as one JSON object: 413 above `limit` bytes (before parsing), else 400."""
+    raw = read_limited_body(limit)
+    if request.mimetype != "application/json":
+        raise ApiError("invalid_json", 400)
+    return parse_json_object(raw)
+
+
+def _reject_constant(name: str):
+    """NaN and Infinity are not JSON."""
+    raise ValueError(name)
+
+
+def console_json_body(limit: int = CONSOLE_BODY_LIMIT) -> dict:
+    """The guarded body of a console JSON POST: same origin first, then size, then JSON."""
+    require_same_origin()
+    return read_json_object(limit)

@@ -1,0 +1,34 @@
+"""Web plumbing shared by every page: CSRF scope, HTMX caching header, template helpers, health."""
+from flask import Blueprint, Flask, request
+from flask_wtf.csrf import CSRFProtect
+
+from core.clock import format_beijing
+
+csrf = CSRFProtect()
+bp = Blueprint("core", __name__)
+
+
+@bp.get("/healthz")
+def healthz():
+    """Liveness: the web process answers (no database or Redis round trip)."""
+    return {"status": "ok"}
+
+
+def init_web(app: Flask) -> None:
+    """CSRF on every cookie-authenticated form outside /api/; Vary on HX-Request; filters."""
+    app.config["WTF_CSRF_CHECK_DEFAULT"] = False
+    csrf.init_app(app)
+
+    @app.before_request
+    def protect_cookie_forms():
+        # JSON APIs authenticate by same-origin Origin (console) or bearer token / HMAC.
+        if not request.path.startswith("/api/"):
+            csrf.protect()
+
+    @app.after_request
+    def vary_on_htmx(response):
+        response.vary.add("HX-Request")
+        return response
+
+    app.jinja_env.filters["beijing"] = format_beijing
+    app.register_blueprint(bp)

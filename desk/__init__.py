@@ -1,0 +1,1 @@
+"""The host desk: tenants, members, customers, conversations, channels, knowledge, workbench."""

@@ -1,0 +1,33 @@
+"""The desk's JSON endpoints: the signed inbound channel endpoint."""
+import time
+import uuid
+
+from flask import Blueprint, request
+from sqlalchemy import select
+
+from core.api import ApiError, ok
+from core.db import db
+from core.guards import parse_json_object, read_limited_body
+from desk.channels import INBOUND_BODY_LIMIT, parse_inbound, store_inbound, verify_signature
+from desk.events import emit_message_received
+from desk.models import Channel, Tenant
+
+bp = Blueprint("desk_api", __name__, url_prefix="/api/channels")
+
+
+@bp.post("/<uuid:channel_id>/messages")
+def inbound_message(channel_id: uuid.UUID):
+    """Accept one signed customer message from a channel."""
+    channel = db.session.scalar(select(Channel).join(Tenant, Tenant.id == Channel.tenant_id).where(
+        Channel.id == channel_id, Channel.active.is_(True), Tenant.active.is_(True)))
+    if channel is None:
+        raise ApiError("not_found", 404)
+    raw = read_limited_body(INBOUND_BODY_LIMIT)
+    verify_signature(channel, request.headers.get("X-Channel-Timestamp"),
+                     request.headers.get("X-Channel-Signature"), raw, time.time())
+    stored = store_inbound(channel, parse_inbound(parse_json_object(raw)))
+    db.session.commit()
+    if not stored.duplicate:
+        emit_message_received(stored.tenant_id, stored.conversation_id, stored.message_id)
+    return ok({"message_id": str(stored.message_id), "conversation_id": str(stored.conversation_id),
+               "duplicate": stored.duplicate}, 200 if stored.duplicate else 201)

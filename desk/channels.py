@@ -1,0 +1,148 @@
+"""Channels and the signed inbound message flow."""
+import hmac
+import re
+import secrets
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from core.api import ApiError
+from core.clock import utcnow
+from core.crypto import decrypt, encrypt, hmac_sha256_hex
+from core.db import db
+from desk.models import Channel, Conversation, Customer, Message
+
+TIMESTAMP_SKEW = 300
+SIGNATURE_RE = re.compile(r"v1=([0-9a-f]{64})")
+INBOUND_BODY_LIMIT = 16 * 1024
+TEXT_LIMIT = 4000
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """A verified inbound message, already validated."""
+
+    message_id: str
+    external_id: str
+    name: str
+    phone: str | None
+    email: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the inbound flow did: the rows touched and whether the message was a replay."""
+
+    tenant_id: uuid.UUID
+    conversation_id: uuid.UUID
+    message_id: uuid.UUID
+    duplicate: bool
+
+
+def create_channel(tenant_id: uuid.UUID, name: str) -> tuple[Channel, str]:
+    """Create a channel; returns it with its plain signing secret (shown once)."""
+    secret = secrets.token_hex(32)
+    channel = Channel(tenant_id=tenant_id, name=name, secret_encrypted=encrypt(secret))
+    db.session.add(channel)
+    db.session.flush()
+    return channel, secret
+
+
+def verify_signature(channel: Channel, timestamp: str | None, signature: str | None,
+                     raw_body: bytes, now: float) -> None:
+    """Check timestamp skew and the HMAC over `timestamp.body` in constant time."""
+    if not timestamp or not timestamp.isdigit() or abs(now - int(timestamp)) > TIMESTAMP_SKEW:
+        raise ApiError("invalid_timestamp", 401)
+    match = SIGNATURE_RE.fullmatch(signature or "")
+    expected = hmac_sha256_hex(decrypt(channel.secret_encrypted), timestamp.encode() + b"." + raw_body)
+    if match is None or not hmac.compare_digest(match.group(1), expected):
+        raise ApiError("invalid_signature", 401)
+
+
+def _text(value, limit: int, path: str, optional: bool = False) -> str | None:
+    """A trimmed non-empty string up to `limit` characters, or None when optional and absent."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+        raise ApiError("invalid_message", 400, detail=path)
+    return value.strip()
+
+
+def parse_inbound(body: dict) -> Inbound:
+    """Validate the inbound JSON shape; unknown properties are refused."""
+    customer = body.get("customer")
+    if set(body) - {"message_id", "customer", "text"} or not isinstance(customer, dict):
+        raise ApiError("invalid_message", 400, detail="customer")
+    if set(customer) - {"external_id", "name", "phone", "email"}:
+        raise ApiError("invalid_message", 400, detail="customer")
+    return Inbound(
+        message_id=_text(body.get("message_id"), 128, "message_id"),
+        external_id=_text(customer.get("external_id"), 128, "customer.external_id"),
+        name=_text(customer.get("name"), 120, "customer.name"),
+        phone=_text(customer.get("phone"), 40, "customer.phone", optional=True),
+        email=_text(customer.get("email"), 254, "customer.email", optional=True),
+        text=_text(body.get("text"), TEXT_LIMIT, "text"),
+    )
+
+
+def _upsert_customer(channel: Channel, inbound: Inbound) -> Customer:
+    """Find the customer by external id or create them; refresh the contact data given."""
+    customer = db.session.scalar(select(Customer).where(
+        Customer.tenant_id == channel.tenant_id, Customer.external_id == inbound.external_id))
+    if customer is None:
+        customer = Customer(tenant_id=channel.tenant_id, external_id=inbound.external_id,
+                            name=inbound.name)
+        db.session.add(customer)
+    customer.name = inbound.name
+    if inbound.phone is not None:
+        customer.phone = inbound.phone
+    if inbound.email is not None:
+        customer.email = inbound.email
+    db.session.flush()
+    return customer
+
+
+def _open_conversation(channel: Channel, customer: Customer) -> Conversation:
+    """The customer's conversation on this channel, reopened if resolved, or a new one."""
+    conversation = db.session.scalar(select(Conversation).where(
+        Conversation.customer_id == customer.id, Conversation.channel_id == channel.id)
+        .order_by(Conversation.created_at.desc()).limit(1))
+    if conversation is None:
+        conversation = Conversation(tenant_id=channel.tenant_id, customer_id=customer.id,
+                                    channel_id=channel.id, status="open")
+        db.session.add(conversation)
+    elif conversation.status == "resolved":
+        conversation.status = "open"
+    now = utcnow()
+    conversation.updated_at = now
+    conversation.last_activity_at = now
+    db.session.flush()
+    return conversation
+
+
+def store_inbound(channel: Channel, inbound: Inbound) -> Stored:
+    """Store a verified message once; a replayed message_id changes nothing."""
+    existing = db.session.scalar(select(Message).where(
+        Message.channel_id == channel.id, Message.external_id == inbound.message_id))
+    if existing is not None:
+        return Stored(channel.tenant_id, existing.conversation_id, existing.id, duplicate=True)
+    try:
+        with db.session.begin_nested():
+            customer = _upsert_customer(channel, inbound)
+            conversation = _open_conversation(channel, customer)
+            message = Message(tenant_id=channel.tenant_id, conversation_id=conversation.id,
+                              channel_id=channel.id, external_id=inbound.message_id,
+                              direction="inbound", kind="public", text=inbound.text)
+            db.session.add(message)
+            db.session.flush()
+    except IntegrityError:
+        # A concurrent delivery of the same message (or a new customer) won the race.
+        existing = db.session.scalar(select(Message).where(
+            Message.channel_id == channel.id, Message.external_id == inbound.message_id))
+        if existing is None:
+            raise ApiError("conflict_retry", 409) from None
+        return Stored(channel.tenant_id, existing.conversation_id, existing.id, duplicate=True)
+    return Stored(channel.tenant_id, conversation.id, message.id, duplicate=False)

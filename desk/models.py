@@ -1,0 +1,195 @@
+"""Tables of the host desk."""
+import uuid
+from datetime import datetime
+
+from flask import current_app
+from flask_login import UserMixin
+from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from core.clock import utcnow
+from core.db import Base, UUIDPrimaryKey
+
+TIERS = ("standard", "professional")
+ROLES = ("admin", "supervisor", "agent")
+CONVERSATION_STATUSES = ("open", "pending", "resolved")
+DIRECTIONS = ("inbound", "outbound")
+MESSAGE_KINDS = ("public", "private_note")
+KNOWLEDGE_STATUSES = ("draft", "published", "expired")
+ACCOUNT_KINDS = ("independent", "shared")
+
+
+def one_of(column: str, values: tuple[str, ...]) -> CheckConstraint:
+    """A named CHECK constraint keeping a string column inside its allowed values."""
+    allowed = ", ".join(f"'{v}'" for v in values)
+    return CheckConstraint(f"{column} IN ({allowed})", name=f"{column}_allowed")
+
+
+class Tenant(UUIDPrimaryKey, Base):
+    """A customer-service organisation; every other row belongs to exactly one tenant."""
+
+    __tablename__ = "tenant"
+    __table_args__ = (one_of("tier", TIERS),)
+
+    name: Mapped[str] = mapped_column(String(120))
+    tier: Mapped[str] = mapped_column(String(20), default="standard")
+    active: Mapped[bool] = mapped_column(default=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class User(UUIDPrimaryKey, UserMixin, Base):
+    """A person who can log in; tenant roles come from Member rows."""
+
+    __tablename__ = "user"
+
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    def set_password(self, password: str) -> None:
+        """Store a salted hash of the password."""
+        self.password_hash = generate_password_hash(
+            password, method=current_app.config["PASSWORD_HASH_METHOD"])
+
+    def check_password(self, password: str) -> bool:
+        """Compare a password with the stored hash."""
+        return check_password_hash(self.password_hash, password)
+
+
+class Member(UUIDPrimaryKey, Base):
+    """A user's seat in one tenant with a role."""
+
+    __tablename__ = "member"
+    __table_args__ = (UniqueConstraint("tenant_id", "user_id"), one_of("role", ROLES))
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("user.id"), index=True)
+    role: Mapped[str] = mapped_column(String(20))
+    display_name: Mapped[str] = mapped_column(String(80))
+    active: Mapped[bool] = mapped_column(default=True)
+    synchronized: Mapped[bool] = mapped_column(default=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    tenant: Mapped[Tenant] = relationship()
+    user: Mapped[User] = relationship()
+
+
+class Customer(UUIDPrimaryKey, Base):
+    """A person the desk serves."""
+
+    __tablename__ = "customer"
+    __table_args__ = (UniqueConstraint("tenant_id", "external_id"),)
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    name: Mapped[str] = mapped_column(String(120))
+    phone: Mapped[str | None] = mapped_column(String(40))
+    email: Mapped[str | None] = mapped_column(String(254))
+    support_note: Mapped[str] = mapped_column(Text, default="")
+    external_id: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Channel(UUIDPrimaryKey, Base):
+    """An inbound messaging channel; its signing secret is stored encrypted."""
+
+    __tablename__ = "channel"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    name: Mapped[str] = mapped_column(String(80))
+    secret_encrypted: Mapped[str] = mapped_column(Text)
+    active: Mapped[bool] = mapped_column(default=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Conversation(UUIDPrimaryKey, Base):
+    """A thread between a customer and the desk on one channel."""
+
+    __tablename__ = "conversation"
+    __table_args__ = (
+        one_of("status", CONVERSATION_STATUSES),
+        Index("ix_conversation_tenant_id_last_activity_at", "tenant_id", "last_activity_at"),
+        Index("ix_conversation_customer_id_channel_id", "customer_id", "channel_id"),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    customer_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("customer.id"))
+    channel_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("channel.id"))
+    status: Mapped[str] = mapped_column(String(20), default="open")
+    assignee_member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
+    bot_active: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_activity_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    customer: Mapped[Customer] = relationship()
+    assignee: Mapped[Member | None] = relationship()
+
+
+class Message(UUIDPrimaryKey, Base):
+    """One message or private note in a conversation."""
+
+    __tablename__ = "message"
+    __table_args__ = (
+        UniqueConstraint("channel_id", "external_id"),
+        one_of("direction", DIRECTIONS),
+        one_of("kind", MESSAGE_KINDS),
+        Index("ix_message_conversation_id_created_at", "conversation_id", "created_at"),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    conversation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("conversation.id"))
+    channel_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("channel.id"))
+    external_id: Mapped[str | None] = mapped_column(String(128))
+    direction: Mapped[str] = mapped_column(String(10))
+    kind: Mapped[str] = mapped_column(String(20), default="public")
+    author_member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
+    text: Mapped[str] = mapped_column(Text)
+    attachments: Mapped[list] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class KnowledgeDocument(UUIDPrimaryKey, Base):
+    """A knowledge-base article; only valid, published, safely processed ones may feed the AI."""
+
+    __tablename__ = "knowledge_document"
+    __table_args__ = (one_of("status", KNOWLEDGE_STATUSES),)
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    title: Mapped[str] = mapped_column(String(200))
+    version: Mapped[int] = mapped_column(default=1)
+    body: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20), default="draft")
+    valid_until: Mapped[datetime | None]
+    safe_processed: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class OfficialAccount(UUIDPrimaryKey, Base):
+    """A messaging official account; campaigns need an independent one."""
+
+    __tablename__ = "official_account"
+    __table_args__ = (one_of("kind", ACCOUNT_KINDS),)
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    name: Mapped[str] = mapped_column(String(120))
+    kind: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class MarketingDraft(UUIDPrimaryKey, Base):
+    """An unsent campaign draft; review and sending happen in the messaging area."""
+
+    __tablename__ = "marketing_draft"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    official_account_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("official_account.id"))
+    title: Mapped[str] = mapped_column(String(200))
+    body: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(40))
+    source_ref: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20), default="draft")
+    created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,1 @@
+"""RQ plumbing: queue names, enqueue(), the worker, runner and cron entry points."""

@@ -1,0 +1,33 @@
+"""`flask jobs worker|runner|cron`: long-running processes inside the app context."""
+import click
+from flask.cli import AppGroup
+from rq import Worker
+from rq.cron import CronScheduler
+
+from core.redis import get_redis
+from jobs.cron import TICK_SECONDS, tick
+from jobs.queues import DEFAULT, RUNNER_QUEUES, WORKER_QUEUES
+
+jobs_cli = AppGroup("jobs", help="Background processes.")
+
+
+@jobs_cli.command("worker")
+@click.option("--burst", is_flag=True, help="Stop when the queues are empty.")
+def worker(burst: bool):
+    """RQ worker for events, webhooks and default jobs, with RQ's scheduler for retries."""
+    Worker(list(WORKER_QUEUES), connection=get_redis()).work(burst=burst, with_scheduler=True)
+
+
+@jobs_cli.command("runner")
+@click.option("--burst", is_flag=True, help="Stop when the queue is empty.")
+def runner(burst: bool):
+    """Script runner: serves only the `scripts` queue, one task at a time."""
+    Worker(list(RUNNER_QUEUES), connection=get_redis()).work(burst=burst)
+
+
+@jobs_cli.command("cron")
+def cron():
+    """Enqueue the tick every 15 seconds (RQ's cron scheduler)."""
+    scheduler = CronScheduler(connection=get_redis())
+    scheduler.register(tick, queue_name=DEFAULT, interval=TICK_SECONDS)
+    scheduler.start()

@@ -1,0 +1,31 @@
+"""Queue names in one place and the one way to enqueue a job."""
+from rq import Queue, Retry
+
+from core.redis import get_redis
+
+DEFAULT = "default"
+EVENTS = "events"
+WEBHOOKS = "webhooks"
+SCRIPTS = "scripts"
+WORKER_QUEUES = (EVENTS, WEBHOOKS, DEFAULT)
+RUNNER_QUEUES = (SCRIPTS,)
+
+
+def queue(name: str) -> Queue:
+    """The RQ queue of that name on the app's Redis."""
+    return Queue(name, connection=get_redis())
+
+
+def enqueue(func: str, *args, queue_name: str = DEFAULT, job_id: str | None = None,
+            retry: Retry | None = None, **kwargs):
+    """Enqueue `func` (an import path: a job's wire format) with id-only arguments.
+
+    A deterministic `job_id` collapses duplicates while the first is still queued.
+    Call it only after the transaction that wrote the rows has committed.
+    """
+    q = queue(queue_name)
+    if job_id is not None:
+        existing = q.fetch_job(job_id)
+        if existing is not None and existing.get_status(refresh=True) in ("queued", "scheduled", "deferred", "started"):
+            return existing
+    return q.enqueue(func, args=args, kwargs=kwargs, job_id=job_id, retry=retry)

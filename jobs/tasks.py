@@ -1,0 +1,7 @@
+"""Thin job entry points: take ids, call the owning package. Import paths are a wire format."""
+from desk import events
+
+
+def dispatch_event(event: str, **ids: str) -> int:
+    """Deliver a desk event to its subscribers inside a worker."""
+    return events.dispatch(event, **ids)

@@ -1,0 +1,1 @@
+"""Open API v1 (spec document 3)."""

@@ -1,0 +1,1 @@
+"""Automation rules (spec document 2)."""

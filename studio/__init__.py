@@ -1,0 +1,1 @@
+"""Studio app builder (spec document 1)."""

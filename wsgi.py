@@ -1,0 +1,4 @@
+"""WSGI entry point for gunicorn: `gunicorn wsgi:app`."""
+from app import create_app
+
+app = create_app()
