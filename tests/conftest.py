@@ -1,0 +1,171 @@
+"""Fixture chain: services → app → clean state per test → clients logged in through the form."""
+import contextvars
+import os
+import re
+import uuid
+
+import pytest
+import redis
+from flask.testing import FlaskClient
+from flask_migrate import upgrade
+from sqlalchemy import text
+
+from app import create_app
+from core.db import db
+from desk.models import Member, Tenant
+from desk.tenancy import add_member, create_tenant
+
+PASSWORD = "correct-horse-battery"
+CSRF_RE = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"')
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory) -> str:
+    """TEST_DATABASE_URL (PostgreSQL in CI) or a temporary SQLite file."""
+    return os.environ.get("TEST_DATABASE_URL") or \
+        f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory) -> str:
+    """TEST_REDIS_URL (a dedicated db index in CI) or an embedded Redis for this session."""
+    if os.environ.get("TEST_REDIS_URL"):
+        return os.environ["TEST_REDIS_URL"]
+    from core.redis import start_embedded
+
+    return start_embedded(tmp_path_factory.mktemp("redis") / "redis.db")
+
+
+@pytest.fixture(scope="session")
+def app_config(database_url, redis_url) -> dict:
+    """The overrides every test app is built with."""
+    return {
+        "TESTING": True,
+        "SQLALCHEMY_DATABASE_URI": database_url,
+        "REDIS_URL": redis_url,
+        "SECRET_KEY": "test-secret-key",
+        "ENCRYPTION_KEY": "0Yk9e4kWl3k5hmtWdZ7QbN1qk0H7mDq0Yb0s2yRr4mE=",
+        "PASSWORD_HASH_METHOD": "pbkdf2:sha256:1000",
+    }
+
+
+class IsolatedClient(FlaskClient):
+    """A test client whose requests get their own app context, `g` and database session.
+
+    Tests keep an app context pushed for their own queries; without this, Flask would reuse
+    it for requests, sharing `g` and the session between the test and the app.
+    """
+
+    def open(self, *args, **kwargs):
+        return contextvars.Context().run(super().open, *args, **kwargs)
+
+
+def build_app(config: dict):
+    """create_app with the isolating test client."""
+    application = create_app(config)
+    application.test_client_class = IsolatedClient
+    return application
+
+
+@pytest.fixture(scope="session")
+def app(app_config):
+    """One app for the session, its schema built by the migrations from empty."""
+    application = build_app(app_config)
+    with application.app_context():
+        db.drop_all()
+        db.session.execute(text("DROP TABLE IF EXISTS alembic_version"))
+        db.session.commit()
+        upgrade()
+    return application
+
+
+@pytest.fixture(autouse=True)
+def _clean(request, app_config):
+    """Every test starts with empty tables and an empty Redis db."""
+    if "app" not in request.fixturenames:
+        yield
+        return
+    application = request.getfixturevalue("app")
+    redis.Redis.from_url(app_config["REDIS_URL"]).flushdb()
+    with application.app_context():
+        yield
+        db.session.rollback()
+        for table in reversed(db.metadata.sorted_tables):
+            db.session.execute(table.delete())
+        db.session.commit()
+        db.session.remove()
+
+
+@pytest.fixture
+def redis_conn(app_config) -> redis.Redis:
+    """A client of the test Redis."""
+    return redis.Redis.from_url(app_config["REDIS_URL"])
+
+
+def seat(tenant: Tenant, role: str, email: str | None = None) -> Member:
+    """Add and commit a member with the shared test password."""
+    member = add_member(tenant.id, email or f"{role}-{uuid.uuid4().hex[:8]}@test.example",
+                        PASSWORD, role, f"{role.title()} Person")
+    db.session.commit()
+    return member
+
+
+@pytest.fixture
+def tenant(app) -> Tenant:
+    """The tenant most tests work in."""
+    found = create_tenant("Acme", "professional")
+    db.session.commit()
+    return found
+
+
+@pytest.fixture
+def other_tenant(app) -> Tenant:
+    """A second tenant for isolation tests."""
+    found = create_tenant("Other Co")
+    db.session.commit()
+    return found
+
+
+@pytest.fixture
+def admin(tenant) -> Member:
+    """An administrator of `tenant`."""
+    return seat(tenant, "admin")
+
+
+@pytest.fixture
+def agent(tenant) -> Member:
+    """An agent of `tenant`."""
+    return seat(tenant, "agent")
+
+
+def csrf_from(html: str) -> str:
+    """The CSRF token of the first form in a page."""
+    return CSRF_RE.search(html).group(1)
+
+
+def login(client, email: str, password: str = PASSWORD):
+    """Log in through the real form (GET for the token, then POST)."""
+    token = csrf_from(client.get("/login").get_data(as_text=True))
+    return client.post("/login", data={"email": email, "password": password, "csrf_token": token})
+
+
+@pytest.fixture
+def client(app):
+    """An anonymous browser."""
+    return app.test_client()
+
+
+@pytest.fixture
+def admin_client(app, admin):
+    """A browser logged in as the tenant administrator."""
+    browser = app.test_client()
+    assert login(browser, admin.user.email).status_code == 302
+    return browser
+
+
+@pytest.fixture
+def agent_client(app, agent):
+    """A browser logged in as an agent."""
+    browser = app.test_client()
+    assert login(browser, agent.user.email).status_code == 302
+    return browser

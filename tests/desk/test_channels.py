@@ -1,0 +1,173 @@
+"""The signed inbound channel endpoint."""
+import json
+import uuid
+import time
+
+import pytest
+from rq import Queue
+from sqlalchemy import func, select
+
+from core.crypto import hmac_sha256_hex
+from core.db import db
+from desk.channels import create_channel
+from desk.models import Channel, Conversation, Customer, Message
+
+
+@pytest.fixture
+def channel(tenant):
+    """A channel of the tenant with its plain secret."""
+    found, secret = create_channel(tenant.id, "Website chat")
+    db.session.commit()
+    return found, secret
+
+
+def payload(message_id="m-1", external_id="c-1", text="Hello, my parcel is late", **customer):
+    """An inbound body."""
+    return {"message_id": message_id, "text": text,
+            "customer": {"external_id": external_id, "name": "Wang Fang", **customer}}
+
+
+def send(client, channel, body, *, timestamp=None, secret=None, raw=None):
+    """POST a signed message the way a channel does."""
+    found, real_secret = channel
+    raw = raw if raw is not None else json.dumps(body, ensure_ascii=False).encode()
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    signature = hmac_sha256_hex(secret or real_secret, ts.encode() + b"." + raw)
+    return client.post(f"/api/channels/{found.id}/messages", data=raw, content_type="application/json",
+                       headers={"X-Channel-Timestamp": ts, "X-Channel-Signature": f"v1={signature}"})
+
+
+def _count(model) -> int:
+    return db.session.scalar(select(func.count()).select_from(model))
+
+
+def test_signed_message_creates_customer_conversation_and_message(client, channel, tenant):
+    response = send(client, channel, payload(phone="+86 13800000000"))
+    assert response.status_code == 201
+    data = response.get_json()["data"]
+    customer = db.session.scalar(select(Customer))
+    assert (customer.tenant_id, customer.name, customer.phone) == (tenant.id, "Wang Fang", "+86 13800000000")
+    conversation = db.session.get(Conversation, uuid.UUID(data["conversation_id"]))
+    assert conversation.status == "open" and conversation.customer_id == customer.id
+    message = db.session.scalar(select(Message))
+    assert (message.direction, message.kind, message.text) == ("inbound", "public", "Hello, my parcel is late")
+
+
+def test_channel_secret_is_stored_encrypted(channel):
+    found, secret = channel
+    assert secret not in db.session.get(Channel, found.id).secret_encrypted
+
+
+def test_bad_signature_is_refused_and_stores_nothing(client, channel):
+    response = send(client, channel, payload(), secret="wrong-secret")
+    assert response.status_code == 401
+    assert response.get_json()["error"]["code"] == "invalid_signature"
+    assert _count(Message) == 0 and _count(Customer) == 0
+
+
+def test_signature_over_a_different_body_is_refused(client, channel):
+    found, secret = channel
+    ts = str(int(time.time()))
+    signature = hmac_sha256_hex(secret, ts.encode() + b"." + b'{"other": true}')
+    response = client.post(f"/api/channels/{found.id}/messages", json=payload(),
+                           headers={"X-Channel-Timestamp": ts, "X-Channel-Signature": f"v1={signature}"})
+    assert response.status_code == 401
+
+
+@pytest.mark.parametrize("skew", [301, -301, 3600])
+def test_timestamp_outside_five_minutes_is_refused(client, channel, skew):
+    response = send(client, channel, payload(), timestamp=int(time.time()) + skew)
+    assert response.status_code == 401
+    assert response.get_json()["error"]["code"] == "invalid_timestamp"
+    assert _count(Message) == 0
+
+
+def test_timestamp_within_five_minutes_is_accepted(client, channel):
+    assert send(client, channel, payload(), timestamp=int(time.time()) - 290).status_code == 201
+
+
+def test_missing_signature_headers_are_refused(client, channel):
+    found, _ = channel
+    response = client.post(f"/api/channels/{found.id}/messages", json=payload())
+    assert response.status_code == 401
+
+
+def test_replayed_message_id_is_ignored(client, channel, redis_conn):
+    assert send(client, channel, payload()).status_code == 201
+    again = send(client, channel, payload(text="edited replay"))
+    assert again.status_code == 200 and again.get_json()["data"]["duplicate"] is True
+    assert _count(Message) == 1
+    assert db.session.scalar(select(Message.text)) == "Hello, my parcel is late"
+    assert Queue("events", connection=redis_conn).count == 1
+
+
+def test_body_above_16_kb_is_refused(client, channel):
+    response = send(client, channel, payload(text="x" * 17_000))
+    assert response.status_code == 413
+
+
+@pytest.mark.parametrize("body", [
+    {"message_id": "m", "text": "hi", "customer": {"external_id": "c", "name": "N"}, "extra": 1},
+    {"message_id": "m", "text": "hi", "customer": {"external_id": "c", "name": "N", "vip": True}},
+    {"message_id": "m", "text": "   ", "customer": {"external_id": "c", "name": "N"}},
+    {"message_id": "m", "text": "hi", "customer": {"external_id": "c"}},
+    {"message_id": 5, "text": "hi", "customer": {"external_id": "c", "name": "N"}},
+    {"message_id": "m", "text": "hi", "customer": "c"},
+])
+def test_malformed_message_is_refused(client, channel, body):
+    response = send(client, channel, body)
+    assert response.status_code == 400
+    assert response.get_json()["error"]["code"] == "invalid_message"
+    assert _count(Message) == 0
+
+
+def test_signed_non_json_body_is_invalid_json(client, channel):
+    assert send(client, channel, None, raw=b"not json").status_code == 400
+
+
+def test_unknown_or_inactive_channel_is_not_found(client, channel):
+    found, _ = channel
+    found.active = False
+    db.session.commit()
+    assert send(client, channel, payload()).status_code == 404
+
+
+def test_next_message_continues_the_same_conversation_and_updates_contact(client, channel):
+    first = send(client, channel, payload()).get_json()["data"]
+    second = send(client, channel, payload(message_id="m-2", email="wf@mail.example")).get_json()["data"]
+    assert first["conversation_id"] == second["conversation_id"]
+    assert db.session.scalar(select(Customer.email)) == "wf@mail.example"
+    assert _count(Customer) == 1
+
+
+def test_message_reopens_a_resolved_conversation(client, channel):
+    data = send(client, channel, payload()).get_json()["data"]
+    conversation = db.session.get(Conversation, uuid.UUID(data["conversation_id"]))
+    conversation.status = "resolved"
+    db.session.commit()
+    before = conversation.updated_at
+    send(client, channel, payload(message_id="m-2"))
+    db.session.expire_all()
+    assert conversation.status == "open" and conversation.updated_at > before
+    assert _count(Conversation) == 1
+
+
+def test_message_received_event_carries_ids_but_never_the_text(client, channel, redis_conn):
+    data = send(client, channel, payload(text="secret order 12345")).get_json()["data"]
+    jobs = Queue("events", connection=redis_conn).get_jobs()
+    assert len(jobs) == 1
+    job = jobs[0]
+    assert job.func_name == "jobs.tasks.dispatch_event"
+    assert job.args == ("message_received",)
+    assert job.kwargs["message_id"] == data["message_id"]
+    assert job.kwargs["conversation_id"] == data["conversation_id"]
+    assert "secret order" not in json.dumps([job.args, job.kwargs])
+
+
+def test_customers_are_separate_per_tenant(client, channel, other_tenant):
+    other, other_secret = create_channel(other_tenant.id, "Other chat")
+    db.session.commit()
+    send(client, channel, payload())
+    send(client, (other, other_secret), payload())
+    tenants = set(db.session.scalars(select(Customer.tenant_id)))
+    assert len(tenants) == 2
