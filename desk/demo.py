@@ -100,9 +100,11 @@ def _seed_conversations(tenant: Tenant, channel_id, agents: list, rng: random.Ra
     db.session.flush()
     for n in range(40):
         started = now - timedelta(days=rng.uniform(0, 60))
-        script = SCRIPTS[n % len(SCRIPTS)]
+        customer_index = n % len(customers)
+        # Chinese-named customers write Chinese, the others English.
+        script = SCRIPTS[(n % 8) + (0 if customer_index < 15 else 8)]
         conversation = Conversation(
-            tenant_id=tenant.id, customer_id=customers[n % len(customers)].id, channel_id=channel_id,
+            tenant_id=tenant.id, customer_id=customers[customer_index].id, channel_id=channel_id,
             status=rng.choice(("open", "open", "pending", "resolved")),
             assignee_member_id=rng.choice(agents).id if n % 4 else None, created_at=started)
         db.session.add(conversation)
