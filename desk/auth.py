@@ -4,16 +4,33 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_required
+from sqlalchemy import func, select
 
 from core.db import db
+from core.limits import hit_fixed_window
+from core.redis import get_redis
 from desk.forms import LoginForm, LogoutForm, SelectTenantForm
 from desk.handoff import redeem_link_token
 from desk.models import User
 from desk.sessions import (ASSISTANT, CONSOLE, IMPERSONATION, active_memberships, current_member,
                            end_session, landing_url, session_type, start_session)
-from sqlalchemy import func, select
 
 bp = Blueprint("desk", __name__)
+
+LOGIN_WINDOW = 300
+LOGIN_LIMIT_PER_EMAIL = 10
+LOGIN_LIMIT_PER_ADDRESS = 100
+
+
+def _login_throttled(email: str) -> int:
+    """Seconds to wait when this e-mail or client address tried too often, else 0."""
+    conn = get_redis()
+    for key, limit in ((f"login:email:{email}", LOGIN_LIMIT_PER_EMAIL),
+                       (f"login:addr:{request.remote_addr}", LOGIN_LIMIT_PER_ADDRESS)):
+        result = hit_fixed_window(conn, key, limit, LOGIN_WINDOW)
+        if not result.allowed:
+            return result.reset_after
+    return 0
 
 
 def _safe_next(default: str) -> str:
@@ -40,6 +57,10 @@ def login():
     form = LoginForm()
     if form.validate_on_submit():
         email = form.email.data.strip().lower()
+        wait = _login_throttled(email)
+        if wait:
+            form.password.errors.append(f"Too many attempts. Try again in {wait // 60 + 1} minute(s).")
+            return render_template("desk/login.html", form=form), 429, {"Retry-After": str(wait)}
         user = db.session.scalar(select(User).where(func.lower(User.email) == email))
         if user is not None and user.check_password(form.password.data) and active_memberships(user.id):
             start_session(user, CONSOLE)

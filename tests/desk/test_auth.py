@@ -108,3 +108,18 @@ def test_deactivated_tenant_locks_its_members_out(admin_client, tenant):
     db.session.commit()
     response = admin_client.get("/extensions")
     assert response.status_code == 302 and response.headers["Location"].startswith("/tenants/select")
+
+
+def test_repeated_login_attempts_for_one_email_are_throttled(client, admin):
+    for _ in range(10):
+        assert login(client, admin.user.email, "guess").status_code == 422
+    response = login(client, admin.user.email)  # even the right password waits now
+    assert response.status_code == 429 and int(response.headers["Retry-After"]) > 0
+    assert "Too many attempts" in response.get_data(as_text=True)
+    assert client.get("/extensions").status_code == 302
+
+
+def test_throttling_one_email_leaves_others_alone(client, admin, agent):
+    for _ in range(11):
+        login(client, admin.user.email, "guess")
+    assert login(client, agent.user.email).status_code == 302

@@ -1,0 +1,38 @@
+"""Shared benchmark plumbing: a throwaway app on real services and a rate meter."""
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from cryptography.fernet import Fernet
+from flask_migrate import upgrade
+
+from app import create_app
+from core.redis import start_embedded
+
+
+def bench_app():
+    """An app on BENCH_DATABASE_URL/BENCH_REDIS_URL, or on a temporary SQLite file and embedded Redis."""
+    scratch = Path(tempfile.mkdtemp(prefix="bench-"))
+    app = create_app({
+        "SQLALCHEMY_DATABASE_URI": os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{scratch / 'bench.db'}",
+        "REDIS_URL": os.environ.get("BENCH_REDIS_URL") or start_embedded(scratch / "redis.db"),
+        "SECRET_KEY": "bench", "ENCRYPTION_KEY": Fernet.generate_key().decode(),
+        "PASSWORD_HASH_METHOD": "pbkdf2:sha256:1000",
+    })
+    with app.app_context():
+        upgrade()
+    return app
+
+
+def rate(action, seconds: float = 3.0, rounds: int = 3) -> float:
+    """Median calls per second of `action` over `rounds` timed rounds."""
+    results = []
+    for _ in range(rounds):
+        count, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds / rounds:
+            action()
+            count += 1
+        results.append(count / (time.perf_counter() - start))
+    return statistics.median(results)

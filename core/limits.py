@@ -1,0 +1,221 @@
+"""Cross-process rate limits, quotas and semaphores kept entirely in Redis.
+
+Every check runs as one Lua script so it is atomic across processes and
+hosts, and every script reads the clock with ``redis.call('TIME')`` so all
+callers share the Redis server's notion of time instead of their own.
+Nothing is cached in process memory: any number of workers on any number
+of machines can share the same limits through one Redis server.
+
+Lua numbers are doubles, so times are kept as whole microseconds (exact
+below 2**53) and passed to commands as numbers, never concatenated into
+strings, which would round them to 14 significant digits.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+log = logging.getLogger(__name__)
+
+# Shared prologue: server time in whole microseconds.
+_NOW_US = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+"""
+
+# KEYS[1] key prefix; ARGV[1] window seconds.  The per-window key is built
+# here because its index depends on server time, which the client cannot
+# know; this is fine on a single Redis server (not Redis Cluster).
+_FIXED_WINDOW = """
+local window = tonumber(ARGV[1])
+local sec = tonumber(redis.call('TIME')[1])
+local index = math.floor(sec / window)
+local window_end = (index + 1) * window
+local key = string.format('%s:%d', KEYS[1], index)
+local count = redis.call('INCR', key)
+if count == 1 then
+  redis.call('EXPIREAT', key, window_end + window)
+end
+return {count, window_end - sec}
+"""
+
+# KEYS[1] zset; ARGV: limit, window microseconds, member.
+_ROLLING_RESERVE = _NOW_US + """
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local used = redis.call('ZCARD', KEYS[1])
+if used < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
+  return {1, used + 1, 0}
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
+local wait = math.ceil((tonumber(oldest) + window - now) / 1000000)
+return {0, used, math.max(1, wait)}
+"""
+
+# KEYS[1] zset; ARGV[1] window microseconds.  Read-only: counts live entries.
+_ROLLING_USAGE = _NOW_US + """
+return redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[1]) + 1, '+inf')
+"""
+
+# Keeps the semaphore key alive a second past its latest lease, so idle
+# keys vanish but never before any holder's lease ends.
+_SEM_EXTEND_KEY = """
+local latest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2]
+redis.call('PEXPIREAT', KEYS[1], math.floor(tonumber(latest) / 1000) + 1000)
+"""
+
+# KEYS[1] zset of token -> lease expiry; ARGV: limit, lease us, token.
+_SEM_ACQUIRE = _NOW_US + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+""" + _SEM_EXTEND_KEY + """
+return 1
+"""
+
+# KEYS[1] zset; ARGV: lease us, token.  Expired leases are purged first so
+# a lease that already ran out cannot be revived.
+_SEM_REFRESH = _NOW_US + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[2])
+""" + _SEM_EXTEND_KEY + """
+return 1
+"""
+
+# KEYS[1] zset.  Read-only: counts leases that have not expired yet.
+_SEM_HOLDERS = _NOW_US + """
+return redis.call('ZCOUNT', KEYS[1], now + 1, '+inf')
+"""
+
+
+def _run(conn: redis.Redis, source: str, keys: Sequence[str], args: Sequence[object]) -> Any:
+    """Run a Lua script atomically on ``conn``."""
+    return conn.register_script(source)(keys=list(keys), args=list(args))
+
+
+def _require_positive(name: str, value: float) -> None:
+    """Raise ValueError unless ``value`` is positive."""
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """Outcome of one hit on a fixed-window counter."""
+
+    allowed: bool
+    count: int
+    remaining: int
+    reset_after: int
+
+
+@dataclass(frozen=True)
+class QuotaResult:
+    """Outcome of one reservation against a rolling-window quota."""
+
+    allowed: bool
+    used: int
+    retry_after: int
+
+
+def hit_fixed_window(conn: redis.Redis, key: str, limit: int, window: int = 60) -> WindowResult:
+    """Count one hit in the current server-time window and say if it is allowed."""
+    _require_positive("window", window)
+    count, reset_after = _run(conn, _FIXED_WINDOW, [f"limit:fw:{key}"], [window])
+    return WindowResult(
+        allowed=count <= limit,
+        count=count,
+        remaining=max(0, limit - count),
+        reset_after=reset_after,
+    )
+
+
+def reserve_rolling(conn: redis.Redis, key: str, limit: int, window: int = 86400) -> QuotaResult:
+    """Reserve one unit of a rolling-window quota; reservations are never released."""
+    _require_positive("window", window)
+    # The member only has to be unique; the score carries the time.
+    args = [limit, window * 1_000_000, uuid.uuid4().hex]
+    allowed, used, retry_after = _run(conn, _ROLLING_RESERVE, [f"limit:roll:{key}"], args)
+    return QuotaResult(allowed=bool(allowed), used=used, retry_after=retry_after)
+
+
+def rolling_usage(conn: redis.Redis, key: str, window: int = 86400) -> int:
+    """Return how many reservations currently fall inside the rolling window."""
+    _require_positive("window", window)
+    return _run(conn, _ROLLING_USAGE, [f"limit:roll:{key}"], [window * 1_000_000])
+
+
+class SemaphoreBusy(Exception):
+    """Raised by ``Semaphore.hold`` when no slot became free in time."""
+
+
+class Semaphore:
+    """Counting semaphore shared through Redis, with leases that expire."""
+
+    def __init__(self, conn: redis.Redis, name: str, limit: int, lease: float) -> None:
+        """Configure a semaphore of ``limit`` slots whose holds last ``lease`` seconds."""
+        _require_positive("lease", lease)
+        self.conn = conn
+        self.name = name
+        self.limit = limit
+        self.lease = lease
+        self.key = f"limit:sem:{name}"
+        self._lease_us = max(1, int(lease * 1_000_000))
+
+    def _try_acquire(self, token: str) -> bool:
+        """Make one atomic attempt to take a slot for ``token``."""
+        return bool(_run(self.conn, _SEM_ACQUIRE, [self.key], [self.limit, self._lease_us, token]))
+
+    def acquire(self, timeout: float = 0, poll: float = 0.05) -> str | None:
+        """Take a slot, waiting up to ``timeout`` seconds; return its token or None."""
+        token = uuid.uuid4().hex
+        # Local monotonic time only bounds how long *we* wait; the lease
+        # itself is judged by Redis server time inside the script.
+        deadline = time.monotonic() + timeout
+        while not self._try_acquire(token):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(poll, left))
+        return token
+
+    def release(self, token: str) -> None:
+        """Give back the slot held by ``token``; unknown or expired tokens are ignored."""
+        # A single ZREM is already atomic, so no script is needed.
+        if not self.conn.zrem(self.key, token):
+            log.warning("semaphore %s: released a token with no live lease", self.name)
+
+    def refresh(self, token: str) -> bool:
+        """Extend ``token``'s lease by ``lease`` seconds; False if it was already lost."""
+        return bool(_run(self.conn, _SEM_REFRESH, [self.key], [self._lease_us, token]))
+
+    def holders(self) -> int:
+        """Return the number of slots currently held by unexpired leases."""
+        return _run(self.conn, _SEM_HOLDERS, [self.key], [])
+
+    @contextmanager
+    def hold(self, timeout: float = 0) -> Iterator[str]:
+        """Hold a slot for the ``with`` block, raising SemaphoreBusy if none frees up."""
+        token = self.acquire(timeout)
+        if token is None:
+            raise SemaphoreBusy(f"semaphore {self.name!r} is full ({self.limit} holders)")
+        try:
+            yield token
+        finally:
+            self.release(token)
