@@ -51,6 +51,7 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         "EGRESS_ALLOW_CIDRS": environ.get("EGRESS_ALLOW_CIDRS") or None,
         "EGRESS_PORT": int(environ.get("EGRESS_PORT") or 443),
         "EGRESS_CA_BUNDLE": environ.get("EGRESS_CA_BUNDLE") or None,
+        "TRUSTED_PROXIES": int(environ.get("TRUSTED_PROXIES") or 0),
         "PASSWORD_HASH_METHOD": "scrypt",
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",

@@ -1,6 +1,7 @@
 """Web plumbing shared by every page: CSRF scope, HTMX caching header, template helpers, health."""
 from flask import Blueprint, Flask, request
 from flask_wtf.csrf import CSRFProtect
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from core.clock import format_beijing
 
@@ -30,5 +31,9 @@ def init_web(app: Flask) -> None:
         response.vary.add("HX-Request")
         return response
 
+    hops = app.config["TRUSTED_PROXIES"]
+    if hops:
+        # Behind TLS-terminating proxies the Origin check must see the public scheme and host.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     app.jinja_env.filters["beijing"] = format_beijing
     app.register_blueprint(bp)

@@ -1,6 +1,5 @@
 """Operator CLI of the contract (DESIGN.md §6); every command prints JSON with --json."""
 import json
-import uuid
 
 import click
 from flask.cli import AppGroup
@@ -96,32 +95,24 @@ def demo_logins_text(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _handoff(kind: str, member_id: uuid.UUID, base_url: str, route: str) -> str:
-    """Issue a one-time link for a member."""
-    member = db.session.scalar(select(Member).where(Member.id == member_id))
-    if member is None:
-        raise click.ClickException("not_found")
-    return f"{base_url.rstrip('/')}/{route}/{issue_link_token(kind, member)}"
+def _handoff_command(name: str, kind: str, route: str, summary: str) -> None:
+    """Add a `staff` command that prints a one-time link opening a `kind` session as a member."""
+    @staff_cli.command(name, help=summary)
+    @click.option("--member", "member_id", type=click.UUID, required=True)
+    @click.option("--base-url", default="http://127.0.0.1:5000")
+    @click.option("--json", "as_json", is_flag=True)
+    def command(member_id, base_url, as_json):
+        member = db.session.scalar(select(Member).where(Member.id == member_id))
+        if member is None:
+            raise click.ClickException("not_found")
+        url = f"{base_url.rstrip('/')}/{route}/{issue_link_token(kind, member)}"
+        _emit({"url": url}, as_json, url)
 
 
-@staff_cli.command("impersonate")
-@click.option("--member", "member_id", type=click.UUID, required=True)
-@click.option("--base-url", default="http://127.0.0.1:5000")
-@click.option("--json", "as_json", is_flag=True)
-def staff_impersonate(member_id, base_url, as_json):
-    """Print a one-time link (5 minutes) that opens an impersonation session as the member."""
-    url = _handoff(IMPERSONATION, member_id, base_url, "staff/impersonate")
-    _emit({"url": url}, as_json, url)
-
-
-@staff_cli.command("assistant-link")
-@click.option("--member", "member_id", type=click.UUID, required=True)
-@click.option("--base-url", default="http://127.0.0.1:5000")
-@click.option("--json", "as_json", is_flag=True)
-def staff_assistant_link(member_id, base_url, as_json):
-    """Print a one-time link (5 minutes) for the embedded assistant's login path."""
-    url = _handoff(ASSISTANT, member_id, base_url, "assistant/login")
-    _emit({"url": url}, as_json, url)
+_handoff_command("impersonate", IMPERSONATION, "staff/impersonate",
+                 "Print a one-time link (5 minutes) that opens an impersonation session as the member.")
+_handoff_command("assistant-link", ASSISTANT, "assistant/login",
+                 "Print a one-time link (5 minutes) for the embedded assistant's login path.")
 
 
 def register(app: Flask) -> None:

@@ -157,3 +157,21 @@ def test_pages_outside_api_get_html_error_pages(guarded_app, app):
 def test_responses_vary_on_hx_request(guarded_app, app):
     response = guarded_app.test_client().get("/login")
     assert "HX-Request" in response.headers["Vary"]
+
+
+def test_behind_a_trusted_proxy_the_public_origin_is_accepted(app_config, app, admin):
+    proxied = build_app({**app_config, "TRUSTED_PROXIES": 1})
+    bp = Blueprint("echo", __name__)
+
+    @bp.post("/api/extensions/_echo")
+    @admin_console_required
+    def echo():
+        return ok(console_json_body())
+
+    proxied.register_blueprint(bp)
+    browser = proxied.test_client()
+    login(browser, admin.user.email)
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "desk.example.com"}
+    good = browser.post("/api/extensions/_echo", json={}, headers={**forwarded, "Origin": "https://desk.example.com"})
+    bad = browser.post("/api/extensions/_echo", json={}, headers={**forwarded, "Origin": "http://localhost"})
+    assert (good.status_code, bad.status_code) == (200, 403)
