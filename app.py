@@ -52,9 +52,11 @@ def _register_blueprints(app: Flask) -> None:
     import desk.workbench
     import openapi.views
     import rules.views
+    import studio.api
     import studio.views
 
-    for module in (desk.auth, desk.api, desk.workbench, studio.views, rules.views, openapi.views):
+    for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.views,
+                   openapi.views):
         app.register_blueprint(module.bp)
 
 

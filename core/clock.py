@@ -39,3 +39,10 @@ def beijing_to_utc(local: datetime) -> datetime:
     if local.tzinfo is not None:
         raise ValueError("expected a naive Beijing wall-clock time")
     return local.replace(tzinfo=BEIJING).astimezone(timezone.utc)
+
+
+def iso(moment: datetime | None) -> str | None:
+    """ISO 8601 in UTC with microseconds and a `Z`, as every JSON API returns timestamps."""
+    if moment is None:
+        return None
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

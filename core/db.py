@@ -3,7 +3,8 @@ import uuid
 from datetime import datetime, timezone
 
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import DateTime, MetaData, TypeDecorator, Uuid, event
+from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator, Uuid, event
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, registry
 
@@ -39,6 +40,10 @@ class UTCDateTime(TypeDecorator):
         return value.astimezone(timezone.utc)
 
 
+# Documents queried inside SQL (chart aggregation) are JSONB on PostgreSQL: parsed once on write.
+JSONDocument = JSON().with_variant(JSONB(), "postgresql")
+
+
 class Base(DeclarativeBase):
     """Typed declarative base with a constraint naming convention for stable migrations."""
 
@@ -62,5 +67,6 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")  # safe with WAL; skips an fsync per commit
         cursor.execute("PRAGMA busy_timeout=15000")
         cursor.close()

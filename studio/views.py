@@ -1,23 +1,197 @@
-"""Studio console pages (navigation entry until the studio issue lands)."""
-from flask import Blueprint, render_template
+"""Studio console pages (HTMX): app list, app page, versions, simulation, publishing, ledger, charts."""
+import json
+import uuid
 
-from desk.sessions import admin_console_required
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from core.api import ApiError
+from core.db import db
+from desk.sessions import admin_console_required, current_member
+from studio import apps, records
+from studio.charts import chart_summaries
+from studio.definition import PUBLISH_PERMISSIONS, STARTER_DEFINITION
+from studio.forms import form_to_input, parse_definition_text
+from studio.svg import chart_figure
+from studio.templates_market import LICENSE, ORIGIN, TEMPLATES, find_template
 
 bp = Blueprint("studio", __name__)
+
+
+def _app_url(found, version: int | None = None, anchor: str | None = None) -> str:
+    """The app page, optionally showing one version and scrolled to a section."""
+    return url_for("studio.app_page", app_id=found.id, version=version, _anchor=anchor)
 
 
 @bp.get("/extensions")
 @admin_console_required
 def index():
-    """Studio apps: the administrator's landing page."""
-    return render_template("console/upcoming.html", title="Studio apps",
-                           summary="Build single-page form applications from a strict definition, "
-                                   "simulate them and publish them to the workbench.")
+    """The administrator's list of applications."""
+    return render_template("studio/index.html", apps=apps.list_apps(current_member().tenant_id))
+
+
+@bp.post("/extensions/new")
+@admin_console_required
+def create_from_starter():
+    """Create an application from the starter definition and open it."""
+    try:
+        version = apps.create_app(current_member().tenant_id, current_user.id, STARTER_DEFINITION)
+    except ApiError as err:
+        flash(f"Could not create the application: {err.code}.", "error")
+        return redirect(url_for("studio.index"))
+    db.session.commit()
+    flash("Application created from the starter definition: version 1 is a draft.", "ok")
+    return redirect(url_for("studio.app_page", app_id=version.app_id))
 
 
 @bp.get("/template-market/studio")
 @admin_console_required
 def template_market():
-    """Studio templates of the template market."""
-    return render_template("console/upcoming.html", title="Template market",
-                           summary="Ready-made studio templates to import as unpublished drafts.")
+    """Built-in studio templates."""
+    return render_template("studio/template_market.html", templates=TEMPLATES, origin=ORIGIN,
+                           license=LICENSE)
+
+
+@bp.post("/template-market/studio/<slug>/import")
+@admin_console_required
+def import_template(slug: str):
+    """Import a template as an unpublished version-1 draft (nothing is authorized or run)."""
+    template = find_template(slug)
+    if template is None:
+        raise ApiError("not_found", 404)
+    try:
+        version = apps.create_app(current_member().tenant_id, current_user.id, template["definition"],
+                                  origin=f"{ORIGIN}: {template['title']}", license=LICENSE)
+    except ApiError as err:
+        flash(f"Could not import the template: {err.code}.", "error")
+        return redirect(url_for("studio.template_market"))
+    db.session.commit()
+    flash(f"Imported “{template['title']}” as an unpublished draft.", "ok")
+    return redirect(url_for("studio.app_page", app_id=version.app_id))
+
+
+def _page_context(found, selected: int | None) -> dict:
+    """Everything the app page shows."""
+    versions = apps.list_versions(found)
+    current = next((v for v in versions if v.version == selected), versions[0])
+    live = [r for r in records.latest_records(found) if r.version == found.active_version]
+    definitions = {v.version: v.definition for v in versions}
+    summaries = chart_summaries(found.tenant_id, found.id, definitions)
+    live_version = next((v for v in versions if v.version == found.active_version), None)
+    return {"app": found, "versions": versions, "current": current, "ledger": live,
+            "authors": apps.author_emails(versions),
+            "live_version": live_version, "permissions": PUBLISH_PERMISSIONS,
+            "figures": [chart_figure(s) for s in summaries.get(str(current.version), [])],
+            "editor_text": json.dumps(current.definition, ensure_ascii=False, indent=2),
+            "idempotency_key": uuid.uuid4()}
+
+
+def _render_app(found, selected: int | None = None, status: int = 200, **extra):
+    """Render the app page (422 and friends re-render it with the problem shown)."""
+    context = {**_page_context(found, selected), **extra}
+    return render_template("studio/app.html", **context), status
+
+
+@bp.get("/extensions/<uuid:app_id>")
+@admin_console_required
+def app_page(app_id: uuid.UUID):
+    """One application: versions, editor, simulation, publishing, ledger and charts."""
+    found = apps.get_app(current_member().tenant_id, app_id)
+    return _render_app(found, request.args.get("version", type=int))
+
+
+@bp.post("/extensions/<uuid:app_id>/versions")
+@admin_console_required
+def save_version(app_id: uuid.UUID):
+    """Save the advanced editor's JSON as a new draft version."""
+    found = apps.get_app(current_member().tenant_id, app_id)
+    text = request.form.get("definition", "")
+    raw = parse_definition_text(text)
+    try:
+        if raw is None:
+            raise ApiError("invalid_json", 400, detail="the text is not valid JSON")
+        version = apps.add_version(found, current_user.id, raw)
+    except ApiError as err:
+        db.session.rollback()
+        return _render_app(found, status=422, editor_text=text, editor_error=err)
+    db.session.commit()
+    flash(f"Saved version {version.version} as a draft. Simulate it before publishing.", "ok")
+    return redirect(_app_url(found, version.version))
+
+
+@bp.post("/extensions/<uuid:app_id>/simulate")
+@admin_console_required
+def simulate(app_id: uuid.UUID):
+    """Run the selected version's rules on the form's sample input (nothing is saved)."""
+    found = apps.get_app(current_member().tenant_id, app_id)
+    number = request.form.get("version", type=int)
+    version = apps.get_version(found, number or 0)
+    try:
+        result = apps.simulate(found, current_user.id, version.version, form_to_input(version.definition, request.form))
+    except ApiError as err:
+        db.session.rollback()
+        return render_template("studio/_simulation.html", version=version, error=err, form=request.form), 422
+    db.session.commit()
+    # The versions table and the publish section change with the new passing mark: swap them too.
+    return render_template("studio/_simulation.html", version=version, result=result, oob=True,
+                           **_page_context(found, version.version))
+
+
+@bp.post("/extensions/<uuid:app_id>/publish")
+@admin_console_required
+def publish(app_id: uuid.UUID):
+    """Publish, re-enable or roll back after the administrator confirmed the permissions."""
+    found = apps.get_app(current_member().tenant_id, app_id)
+    number = request.form.get("version", type=int) or 0
+    expected = request.form.get("expected_active_version", type=int)
+    permissions = PUBLISH_PERMISSIONS if request.form.get("confirm_permissions") == "on" else None
+    try:
+        apps.publish(found, current_user.id, number, expected, permissions,
+                     request.form.get("code_confirmed") == "on")
+    except ApiError as err:
+        db.session.rollback()
+        flash(_PUBLISH_ERRORS.get(err.code, f"Publishing failed: {err.code}."), "error")
+        return redirect(_app_url(found, number))
+    db.session.commit()
+    flash(f"Version {number} is live.", "ok")
+    return redirect(_app_url(found, number))
+
+
+_PUBLISH_ERRORS = {
+    "simulation_required": "Simulate this version successfully before publishing it.",
+    "permission_confirmation_required": "Tick the box to confirm the permissions.",
+    "version_conflict": "Someone changed the live version meanwhile; the page now shows the current state.",
+    "code_confirmation_required": "Confirm the script separately before publishing a version with code.",
+}
+
+
+@bp.post("/extensions/<uuid:app_id>/disable")
+@admin_console_required
+def disable(app_id: uuid.UUID):
+    """Stop new submissions (records and the live version number are kept)."""
+    found = apps.get_app(current_member().tenant_id, app_id)
+    apps.disable(found, current_user.id)
+    db.session.commit()
+    flash("The application is disabled; publish again to re-enable it.", "ok")
+    return redirect(_app_url(found))
+
+
+@bp.post("/extensions/<uuid:app_id>/records")
+@admin_console_required
+def submit_record(app_id: uuid.UUID):
+    """Submit the live version's form; a double submit replays the same record."""
+    found = apps.get_app(current_member().tenant_id, app_id)
+    version = apps.get_version(found, found.active_version or 0) if found.active_version else None
+    try:
+        if version is None:
+            raise ApiError("extension_not_active", 409)
+        key = uuid.UUID(request.form.get("idempotency_key", ""))
+        _, replayed = records.create_record(found, current_user.id, version.version,
+                                            form_to_input(version.definition, request.form), key)
+    except (ApiError, ValueError) as err:
+        db.session.rollback()
+        return _render_app(found, status=422, record_error=err if isinstance(err, ApiError) else
+                           ApiError("invalid_idempotency_key"), record_form=request.form)
+    db.session.commit()
+    flash("This submission was already saved." if replayed else "Record saved.", "ok")
+    return redirect(_app_url(found, anchor="ledger"))

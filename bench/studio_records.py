@@ -1,0 +1,116 @@
+"""Studio record submissions and chart summaries, each against a baseline from the same run.
+
+Run: .venv/bin/python -m bench.studio_records
+Targets (issue 3): submissions >= 0.4 x the /healthz rate; chart summary <= 5 x a count(*) query.
+"""
+import logging
+import re
+import statistics
+import time
+import uuid
+
+from sqlalchemy import func, select
+
+from bench.common import bench_app, rate
+from core.db import db
+from desk.tenancy import add_member, create_tenant
+from studio.apps import create_app, get_app, publish, simulate
+from studio.charts import chart_summaries, chart_summary
+from studio.definition import PUBLISH_PERMISSIONS
+from studio.models import StudioRecord
+
+FIELDS = [{"key": f"n{i}", "label": f"Number {i}", "type": "number", "required": False} for i in range(8)] + [
+    {"key": "title", "label": "Title", "type": "text", "required": True},
+    {"key": "kind", "label": "Kind", "type": "select", "required": False, "options": ["a", "b", "c"]},
+    {"key": "day", "label": "Day", "type": "date", "required": False},
+    {"key": "notes", "label": "Notes", "type": "textarea", "required": False}]
+RULES = [{"name": f"Rule {i}", "when": {"field": f"n{i}", "operator": "gte", "value": 10 * i},
+          "then": {"field": "kind", "value": "abc"[i % 3]}} for i in range(8)]
+DEFINITION = {
+    "schema_version": 1, "name": "Bench", "description": "12 fields, 8 rules.",
+    "page": {"title": "Bench", "description": "Bench form.", "columns": 2, "submit_label": "Save"},
+    "fields": FIELDS, "table_columns": ["title", "kind"],
+    "workflow": {"trigger": "form.submitted", "rules": RULES},
+    "charts": [{"key": "by_kind", "title": "By kind", "type": "bar", "group_by": "kind", "metric": "sum",
+                "value_field": "n1"},
+               {"key": "per_day", "title": "Per day", "type": "line", "group_by": "day", "metric": "count"}],
+}
+SAMPLE = {"title": "Bench record", **{f"n{i}": i * 7 for i in range(8)}, "day": "2026-11-20", "notes": "x" * 200}
+
+
+def _live_app(app):
+    """A tenant, its administrator and a published 12-field app."""
+    with app.app_context():
+        tenant = create_tenant("Bench")
+        admin = add_member(tenant.id, "bench@bench.example", "bench-password", "admin")
+        version = create_app(tenant.id, admin.user_id, DEFINITION)
+        found = get_app(tenant.id, version.app_id)
+        simulate(found, admin.user_id, 1, SAMPLE)
+        publish(found, admin.user_id, 1, None, PUBLISH_PERMISSIONS, False)
+        db.session.commit()
+        return tenant.id, found.id
+
+
+def _logged_in(app):
+    """A test client logged in through the real form."""
+    client = app.test_client()
+    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', client.get("/login").get_data(as_text=True))
+    client.post("/login", data={"email": "bench@bench.example", "password": "bench-password",
+                                "csrf_token": token.group(1)})
+    return client
+
+
+def _median_seconds(action, rounds: int = 15) -> float:
+    """Median wall time of `action`."""
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    """Print both comparisons."""
+    logging.disable(logging.INFO)
+    app = bench_app()
+    tenant_id, app_id = _live_app(app)
+    client = _logged_in(app)
+    url = f"/api/extensions/{app_id}/records"
+
+    def healthz():
+        assert client.get("/healthz").status_code == 200
+
+    def submit():
+        body = {"version": 1, "input": SAMPLE, "idempotency_key": str(uuid.uuid4())}
+        assert client.post(url, json=body, headers={"Origin": "http://localhost"}).status_code == 200
+
+    base = rate(healthz)
+    submitted = rate(submit, seconds=4.0)
+    print(f"GET /healthz                  {base:9.1f} req/s (baseline)")
+    print(f"POST record (12 fields/8 rules) {submitted:7.1f} req/s")
+    print(f"ratio submit/healthz          {submitted / base:9.3f}   (target >= 0.4)")
+    _charts(app, tenant_id, app_id)
+
+
+def _charts(app, tenant_id, app_id) -> None:
+    """Fill the app to 1,000 records, then compare the chart summary with a count(*)."""
+    with app.app_context():
+        have = db.session.scalar(select(func.count()).select_from(StudioRecord))
+        db.session.add_all(StudioRecord(
+            tenant_id=tenant_id, app_id=app_id, version=1, trace=[], input_digest="bench",
+            idempotency_key=uuid.uuid4(),
+            data={**SAMPLE, "n1": n % 17, "kind": "abc"[n % 3], "day": f"2026-{1 + n % 12:02d}-{1 + n % 28:02d}"})
+            for n in range(1000 - have))
+        db.session.commit()
+        count = _median_seconds(lambda: db.session.scalar(
+            select(func.count()).select_from(StudioRecord).where(StudioRecord.app_id == app_id)))
+        one = _median_seconds(lambda: chart_summary(tenant_id, app_id, 1, DEFINITION["charts"][0], "select"))
+        both = _median_seconds(lambda: chart_summaries(tenant_id, app_id, {1: DEFINITION}))
+    print(f"SELECT count(*) (1,000 rows)  {count * 1000:9.2f} ms (baseline)")
+    print(f"one chart summary (bar, sum)  {one * 1000:9.2f} ms   ratio {one / count:6.3f} (target <= 5)")
+    print(f"chart_summaries (2 charts)    {both * 1000:9.2f} ms   ratio {both / count:6.3f}")
+
+
+if __name__ == "__main__":
+    main()

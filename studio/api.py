@@ -1,0 +1,170 @@
+"""Console JSON API of the Studio app builder under /api/extensions."""
+import uuid
+
+from flask import Blueprint, current_app
+from flask_login import current_user
+
+from core.api import ApiError, ok
+from core.db import db
+from core.guards import console_json_body
+from desk.sessions import admin_console_required, current_member
+from studio import apps, records
+from studio.catalog import console_overview
+from studio.charts import chart_summaries
+from studio.definition import CAPABILITY_VERSION, CATALOG, PUBLISH_PERMISSIONS
+from studio.serialize import app_json, record_json, version_json
+
+bp = Blueprint("studio_api", __name__, url_prefix="/api/extensions")
+
+
+@bp.before_request
+def extensions_switch():
+    """The platform switch turns the whole interface off."""
+    if not current_app.config["EXTENSIONS_ENABLED"]:
+        raise ApiError("extensions_disabled", 503)
+
+
+def _body(allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
+    """The guarded JSON body with only `allowed` properties and every `required` one."""
+    body = console_json_body()
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        raise ApiError("invalid_json", 400, detail=unknown[0])
+    missing = [name for name in required if name not in body]
+    if missing:
+        raise ApiError("required_field_missing", 400, detail=missing[0])
+    return body
+
+
+def _version_number(value: object) -> int:
+    """An application version: an integer of at least 1 (not a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ApiError("invalid_version", 400)
+    return value
+
+
+def _tenant_app(app_id: uuid.UUID):
+    """The session tenant's application."""
+    return apps.get_app(current_member().tenant_id, app_id)
+
+
+@bp.get("/", strict_slashes=False)
+@admin_console_required
+def index():
+    """Applications and everything the console needs to start."""
+    member = current_member()
+    return ok({"apps": [app_json(a) for a in apps.list_apps(member.tenant_id)], **console_overview()})
+
+
+@bp.get("/capabilities")
+@admin_console_required
+def capabilities():
+    """The capability catalog."""
+    return ok({"capability_version": CAPABILITY_VERSION, "capabilities": CATALOG})
+
+
+@bp.post("/", strict_slashes=False)
+@admin_console_required
+def create():
+    """Create an application from a definition (version 1, unpublished)."""
+    body = _body(("definition",), ("definition",))
+    version = apps.create_app(current_member().tenant_id, current_user.id, body["definition"])
+    db.session.commit()
+    return ok({"extension_id": str(version.app_id), "version": version.version,
+               "definition": version.definition, "definition_hash": version.definition_hash}, 201)
+
+
+@bp.get("/<uuid:app_id>")
+@admin_console_required
+def detail(app_id: uuid.UUID):
+    """One application with its versions, latest records and chart summaries."""
+    found = _tenant_app(app_id)
+    versions = apps.list_versions(found)
+    data = {"app": app_json(found), "versions": [version_json(v) for v in versions],
+            "records": [record_json(r) for r in records.latest_records(found)],
+            "permissions": PUBLISH_PERMISSIONS}
+    summaries = chart_summaries(found.tenant_id, found.id, {v.version: v.definition for v in versions})
+    if summaries:
+        data["chart_summaries"] = summaries
+    return ok(data)
+
+
+@bp.post("/<uuid:app_id>/versions")
+@admin_console_required
+def new_version(app_id: uuid.UUID):
+    """Save a changed definition as a new draft version."""
+    found = _tenant_app(app_id)
+    body = _body(("definition",), ("definition",))
+    version = apps.add_version(found, current_user.id, body["definition"])
+    db.session.commit()
+    return ok({"extension_id": str(found.id), "version": version.version,
+               "definition": version.definition, "definition_hash": version.definition_hash}, 201)
+
+
+@bp.post("/<uuid:app_id>/simulate")
+@admin_console_required
+def simulate(app_id: uuid.UUID):
+    """Run a version's rules on sample input; nothing is saved but the passing mark."""
+    found = _tenant_app(app_id)
+    body = _body(("version", "input"), ("version", "input"))
+    result = apps.simulate(found, current_user.id, _version_number(body["version"]), body["input"])
+    db.session.commit()
+    return ok(result)
+
+
+@bp.post("/<uuid:app_id>/publish")
+@admin_console_required
+def publish(app_id: uuid.UUID):
+    """Publish, re-enable or roll back to a simulated version."""
+    found = _tenant_app(app_id)
+    body = _body(("version", "expected_active_version", "permissions", "code_confirmed"),
+                 ("version", "expected_active_version"))
+    expected = body["expected_active_version"]
+    if expected is not None:
+        expected = _version_number(expected)
+    if not isinstance(body.get("code_confirmed", False), bool):
+        raise ApiError("invalid_json", 400, detail="code_confirmed")
+    published = apps.publish(found, current_user.id, _version_number(body["version"]), expected,
+                             body.get("permissions"), body.get("code_confirmed", False))
+    db.session.commit()
+    return ok({"enabled": published.enabled, "active_version": published.active_version})
+
+
+@bp.post("/<uuid:app_id>/disable")
+@admin_console_required
+def disable(app_id: uuid.UUID):
+    """Stop new submissions."""
+    found = _tenant_app(app_id)
+    _body(())
+    apps.disable(found, current_user.id)
+    db.session.commit()
+    return ok({"enabled": False, "active_version": found.active_version})
+
+
+def _idempotency_key(value: object) -> uuid.UUID:
+    """A UUID in its canonical text form."""
+    try:
+        key = uuid.UUID(value)
+    except (TypeError, ValueError, AttributeError):
+        raise ApiError("invalid_idempotency_key", 400) from None
+    if str(key) != value.lower():
+        raise ApiError("invalid_idempotency_key", 400)
+    return key
+
+
+@bp.post("/<uuid:app_id>/records")
+@admin_console_required
+def create_record(app_id: uuid.UUID):
+    """Save a submission of the live version; a retried key returns the original record."""
+    found = _tenant_app(app_id)
+    body = _body(("version", "input", "idempotency_key"), ("version", "input", "idempotency_key"))
+    version = _version_number(body["version"])
+    record, replayed = records.create_record(found, current_user.id, version, body["input"],
+                                             _idempotency_key(body["idempotency_key"]))
+    if replayed:
+        answer = {"record_id": str(record.id), "replayed": True}
+    else:
+        answer = {"record_id": str(record.id), "data": record.data, "trace": record.trace,
+                  "external_effects": False}
+    db.session.commit()
+    return ok(answer)

@@ -1,0 +1,163 @@
+"""Applications and their immutable versions: create, version, simulate, publish, disable."""
+import uuid
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from core import audit
+from core.api import ApiError
+from core.clock import utcnow
+from core.db import db
+from desk.models import User
+from studio.definition import LIMITS, PUBLISH_PERMISSIONS, definition_hash, validate_definition
+from studio.engine import run_rules
+from studio.models import StudioApp, StudioTenantUsage, StudioVersion
+
+LIST_LIMIT = 20
+VERSION_LIST_LIMIT = 100
+
+
+def list_apps(tenant_id: uuid.UUID) -> list[StudioApp]:
+    """The tenant's applications, most recently changed first (at most 20)."""
+    return list(db.session.scalars(select(StudioApp).where(StudioApp.tenant_id == tenant_id)
+                                   .order_by(StudioApp.updated_at.desc()).limit(LIST_LIMIT)))
+
+
+def get_app(tenant_id: uuid.UUID, app_id: uuid.UUID) -> StudioApp:
+    """One application of the tenant; foreign and missing ids are both 404."""
+    found = db.session.scalar(select(StudioApp).where(StudioApp.id == app_id,
+                                                      StudioApp.tenant_id == tenant_id))
+    if found is None:
+        raise ApiError("not_found", 404)
+    return found
+
+
+def get_version(found: StudioApp, version: int) -> StudioVersion:
+    """One version of an application (404 when it does not exist)."""
+    row = db.session.scalar(select(StudioVersion).where(
+        StudioVersion.app_id == found.id, StudioVersion.tenant_id == found.tenant_id,
+        StudioVersion.version == version))
+    if row is None:
+        raise ApiError("not_found", 404)
+    return row
+
+
+def list_versions(found: StudioApp) -> list[StudioVersion]:
+    """The application's versions, newest first (at most 100)."""
+    return list(db.session.scalars(select(StudioVersion).where(
+        StudioVersion.app_id == found.id, StudioVersion.tenant_id == found.tenant_id)
+        .order_by(StudioVersion.version.desc()).limit(VERSION_LIST_LIMIT)))
+
+
+def author_emails(versions: list[StudioVersion]) -> dict:
+    """E-mail of each version's author, for display."""
+    ids = {v.created_by for v in versions if v.created_by}
+    if not ids:
+        return {}
+    return dict(db.session.execute(select(User.id, User.email).where(User.id.in_(ids))).all())
+
+
+def _reserve_app_slot(tenant_id: uuid.UUID) -> None:
+    """Count one more application for the tenant, or refuse past the limit (race-free)."""
+    try:
+        with db.session.begin_nested():
+            db.session.execute(insert(StudioTenantUsage).values(tenant_id=tenant_id, app_count=0))
+    except IntegrityError:
+        pass  # the counter row exists already
+    reserved = db.session.execute(update(StudioTenantUsage).where(
+        StudioTenantUsage.tenant_id == tenant_id,
+        StudioTenantUsage.app_count < LIMITS["apps_per_tenant"])
+        .values(app_count=StudioTenantUsage.app_count + 1))
+    if reserved.rowcount != 1:
+        raise ApiError("extension_limit", 429)
+
+
+def _next_version_number(found: StudioApp) -> int:
+    """Take the next version number with one conditional UPDATE (100 per application)."""
+    taken = db.session.execute(update(StudioApp).where(
+        StudioApp.id == found.id, StudioApp.latest_version < LIMITS["versions_per_app"])
+        .values(latest_version=StudioApp.latest_version + 1, updated_at=utcnow())
+        .returning(StudioApp.latest_version))
+    number = taken.scalar()
+    if number is None:
+        raise ApiError("version_limit", 429)
+    db.session.refresh(found)
+    return number
+
+
+def _save_version(found: StudioApp, definition: dict, actor_id: uuid.UUID | None) -> StudioVersion:
+    """Store a validated definition as the application's next immutable version."""
+    number = _next_version_number(found)
+    found.name = definition["name"]
+    version = StudioVersion(tenant_id=found.tenant_id, app_id=found.id, version=number,
+                            definition=definition, definition_hash=definition_hash(definition),
+                            created_by=actor_id)
+    db.session.add(version)
+    db.session.flush()
+    return version
+
+
+def create_app(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, raw_definition: object,
+               origin: str | None = None, license: str | None = None) -> StudioVersion:
+    """Create an application with its version-1 draft (never published)."""
+    definition = validate_definition(raw_definition)
+    _reserve_app_slot(tenant_id)
+    found = StudioApp(tenant_id=tenant_id, name=definition["name"], created_by=actor_id,
+                      origin=origin, license=license)
+    db.session.add(found)
+    db.session.flush()
+    version = _save_version(found, definition, actor_id)
+    audit.record(tenant_id, actor_id, "studio.app_created", f"studio_app:{found.id}",
+                 {"version": version.version, "origin": origin})
+    return version
+
+
+def add_version(found: StudioApp, actor_id: uuid.UUID | None, raw_definition: object) -> StudioVersion:
+    """Save a changed definition as a new draft version; earlier versions stay as they were."""
+    version = _save_version(found, validate_definition(raw_definition), actor_id)
+    audit.record(found.tenant_id, actor_id, "studio.version_created", f"studio_app:{found.id}",
+                 {"version": version.version})
+    return version
+
+
+def simulate(found: StudioApp, actor_id: uuid.UUID | None, version_no: int, raw_input: object) -> dict:
+    """Run the rules of a version on sample input; mark it simulated; store no record or input."""
+    version = get_version(found, version_no)
+    result = run_rules(version.definition, raw_input)
+    version.simulated = True
+    audit.record(found.tenant_id, actor_id, "studio.simulated", f"studio_app:{found.id}",
+                 {"version": version_no, "matched_rules": sum(t["matched"] for t in result["trace"])})
+    return result
+
+
+def publish(found: StudioApp, actor_id: uuid.UUID | None, version_no: int,
+            expected_active: int | None, permissions: object, code_confirmed: bool) -> StudioApp:
+    """Make a simulated version live (also re-enables and rolls back), guarded by a revision check."""
+    version = get_version(found, version_no)
+    if not version.simulated:
+        raise ApiError("simulation_required", 409)
+    if permissions != PUBLISH_PERMISSIONS:
+        raise ApiError("permission_confirmation_required", 400)
+    if "code" in version.definition and code_confirmed is not True:
+        raise ApiError("code_confirmation_required", 400)
+    expected = (StudioApp.active_version.is_(None) if expected_active is None
+                else StudioApp.active_version == expected_active)
+    swapped = db.session.execute(update(StudioApp).where(StudioApp.id == found.id, expected)
+                                 .values(enabled=True, active_version=version_no, updated_at=utcnow()))
+    if swapped.rowcount != 1:
+        raise ApiError("version_conflict", 409)
+    db.session.refresh(found)
+    audit.record(found.tenant_id, actor_id, "studio.published", f"studio_app:{found.id}",
+                 {"version": version_no, "previous_version": expected_active,
+                  "permissions": PUBLISH_PERMISSIONS})
+    return found
+
+
+def disable(found: StudioApp, actor_id: uuid.UUID | None) -> StudioApp:
+    """Stop new submissions; the live version number and the records are kept."""
+    found.enabled = False
+    found.updated_at = utcnow()
+    db.session.flush()
+    audit.record(found.tenant_id, actor_id, "studio.disabled", f"studio_app:{found.id}",
+                 {"active_version": found.active_version})
+    return found

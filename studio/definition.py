@@ -1,0 +1,616 @@
+"""The definition of a studio application: its one validator, its hash and its capability manifest.
+
+Every path that saves a definition (console editor, starter, templates, generation) calls
+`validate_definition`, which returns the normalized definition or raises
+`ApiError(code, 400, detail=<JSON path of the first problem>)`.
+
+Decisions (where the spec leaves room):
+- Paths look like `name`, `page.title`, `fields[2].options`, `workflow.rules[0].when.value`; a problem
+  with the whole document (not an object, over 24,000 bytes) has the path `$`.
+- Codes: `required_field_missing` only for an absent required property; everything else, a null
+  required property included, is `invalid_definition`.
+- "First problem": objects are checked as not-an-object, then unknown properties (in input order),
+  then missing required properties (in spec order), then each value in spec order; the definition's
+  sections follow the spec's table, so fields are valid before anything refers to them.
+- Numbers follow JSON, not Python: `1.0` is the number 1, so `schema_version: 1.0` is accepted and
+  every integral float is stored as an int (hashes match what a JavaScript client sends); a bool is
+  never a number.
+- Texts are trimmed of JavaScript's whitespace (what `String.prototype.trim` removes), then must be
+  non-empty and within their length in UTF-16 units. Single-line texts refuse every C0 control,
+  DEL and C1 control; descriptions and script source also allow tab, LF and CR. Lone surrogates
+  are refused everywhere (they cannot be stored or hashed as UTF-8).
+- Keys and enumerated values (types, operators, themes...) must match exactly; they are not trimmed.
+- Rule constants and script source are kept exactly as written (never trimmed), like submitted
+  values; text constants must still be non-blank, within the field's value length, and free of
+  control characters (newlines only in a textarea constant).
+- A select rule constant must equal one of the field's options after the options were trimmed.
+- An intent label must not contain the reserved label 无法判断 anywhere, not only as the whole text.
+- `charts: []` and `actions: []` are accepted and dropped, so they hash like a definition without
+  them; absent optional sections never appear in the output.
+- An action of one kind carrying another kind's property is refused at that property's path.
+"""
+import datetime
+import hashlib
+import json
+import math
+import re
+from typing import NoReturn
+
+from core.api import ApiError
+
+CAPABILITY_VERSION = "2026-10-09.1"
+INVALID = "invalid_definition"
+MISSING = "required_field_missing"
+
+FIELD_TYPES = ("text", "textarea", "number", "date", "select", "checkbox")
+# Operator -> field types it may test (the spec's operator table).
+OPERATORS = {
+    "equals": FIELD_TYPES,
+    "not_equals": FIELD_TYPES,
+    "gte": ("number",),
+    "gt": ("number",),
+    "lt": ("number",),
+    "lte": ("number",),
+    "contains": ("text", "textarea"),
+    "starts_with": ("text", "textarea"),
+    "ends_with": ("text", "textarea"),
+}
+PUBLISH_PERMISSIONS = ["extension.records.read", "extension.records.create", "extension.records.transform"]
+
+LIMITS = {
+    "apps_per_tenant": 20,
+    "versions_per_app": 100,
+    "records_per_app": 1000,
+    "fields": 12,
+    "rules": 8,
+    "charts": 3,
+    "actions": 2,
+    "select_options": 12,
+    "table_columns": 12,
+    "definition_bytes": 24_000,
+    "body_bytes": 32_000,
+    "name_chars": 60,
+    "description_chars": 400,
+    "page_title_chars": 80,
+    "submit_label_chars": 30,
+    "field_label_chars": 60,
+    "option_chars": 60,
+    "rule_name_chars": 80,
+    "chart_title_chars": 80,
+    "action_title_chars": 80,
+    "workbench_title_chars": 60,
+    "text_value_chars": 200,
+    "textarea_value_chars": 2_000,
+    "number_abs_max": 1_000_000_000_000,
+    "prompt_min_chars": 4,
+    "prompt_max_chars": 3_000,
+    "generations_per_tenant_per_minute": 1,
+    "generations_per_tenant_per_day": 20,
+    "generations_platform_per_day": 200,
+    "generations_platform_in_progress": 3,
+    "list_apps": 20,
+    "list_versions": 100,
+    "list_records": 100,
+    "knowledge_documents": 3,
+    "knowledge_excerpt_chars": 1_200,
+    "knowledge_page_size": 20,
+    "intent_labels": 10,
+    "intent_label_chars": 30,
+    "intent_messages": 20,
+    "intent_total_chars": 6_000,
+    "intent_message_chars": 1_000,
+    "app_metadata_bytes": 8_192,
+    "script_source_chars": 8_000,
+    "script_execution_ms": 500,
+    "script_task_ms": 2_000,
+    "script_heap_bytes": 16 * 1024 * 1024,
+    "script_input_bytes": 32 * 1024,
+    "script_output_bytes": 32 * 1024,
+    "script_executions_per_tenant_per_minute": 30,
+    "action_payload_bytes": 24 * 1024,
+    "action_timeout_seconds": 10,
+    "action_concurrency_platform": 8,
+    "action_attempts_per_tenant_per_minute": 20,
+}
+
+
+# The spec's catalog table, one row per ID: (id, meaning, availability status).
+_CATALOG_ROWS = [
+    ("ui.form", "the application's form", "available"),
+    ("ui.table", "this application's ledger", "available"),
+    *[(f"field.{kind}", f"a {kind} field", "available") for kind in FIELD_TYPES],
+    *[(f"rule.{op}", f"a rule condition using {op}", "available") for op in OPERATORS],
+    ("event.form_submitted", "form submission", "available"),
+    ("record.create", "create a record", "available"),
+    ("record.set_field", "set a field on the new record", "available"),
+    ("workbench.customer_context", "per-item manual authorization by an agent in the workbench only; "
+     "not an automatic data source for generation", "manual_only"),
+    ("preview.rotation", "weekly-rotation simulation on manual samples", "preview_only"),
+    ("preview.keyword_routing", "keyword-routing simulation on manual samples", "preview_only"),
+    ("automation.plan_management", "administrator binds real agents and authorizes publishing read-only "
+     "scheduled plans; no reassignment", "manual_only"),
+    ("automation.execute_plan", "administrator authorizes a single execution of a complete rotation, "
+     "keyword or semantic plan; never grants the AI automatic execution", "manual_only"),
+    ("conversation.assign", "rotation, keyword and semantic rules may reassign under continuing "
+     "administrator authorization; not arbitrary workflow execution", "manual_only"),
+    ("schedule.execute", "scheduled reassignment under continuing administrator authorization; "
+     "not arbitrary workflow execution", "manual_only"),
+    ("event.message_received", "a verified public customer message triggers an authorized routing rule; "
+     "no arbitrary code, no mass sending", "manual_only"),
+    ("ui.chart", "bar chart and date line chart over this application's records of one version: "
+     "count, sum, average", "available"),
+    ("ai.classify_conversation", "agent-authorized analysis of the current conversation's public text; "
+     "no automatic reassignment", "manual_only"),
+    ("ui.custom_workbench", "controlled layout, theme, column sizes, business form and tool entry; "
+     "safety controls cannot be overridden", "available"),
+    ("code.execute", "bounded JavaScript form computation, no network or database", "available"),
+    ("ai.semantic_routing", "business-intent routing, per-use or continuing authorization, "
+     "consumes AI points", "manual_only"),
+    ("knowledge.read", "before generation, per-use selection and authorization of up to 3 valid "
+     "published knowledge excerpts", "manual_only"),
+    ("http.request", "fixed public HTTPS address bound by the administrator; per-use confirmation of "
+     "sending chosen record fields", "manual_only"),
+    ("message.broadcast", "creates a marketing draft from a form record; sending is reviewed separately",
+     "manual_only"),
+    ("payment.refund", "not opened to generation workflows", "unavailable"),
+    ("sql.execute", "not opened to generation workflows", "unavailable"),
+]
+CATALOG = [{"id": id_, "meaning": meaning, "status": status} for id_, meaning, status in _CATALOG_ROWS]
+
+STARTER_DEFINITION = {
+    "schema_version": 1,
+    "name": "Service request",
+    "description": "Record a customer's service request and flag urgent complaints.",
+    "page": {"title": "New service request", "description": "Describe what the customer needs.",
+             "columns": 2, "submit_label": "Save request"},
+    "fields": [
+        {"key": "subject", "label": "Subject", "type": "text", "required": True},
+        {"key": "category", "label": "Category", "type": "select", "required": True,
+         "options": ["question", "repair", "complaint"]},
+        {"key": "priority", "label": "Priority", "type": "select", "required": False,
+         "options": ["normal", "high"]},
+        {"key": "due_date", "label": "Due date", "type": "date", "required": False},
+        {"key": "details", "label": "Details", "type": "textarea", "required": False},
+    ],
+    "table_columns": ["subject", "category", "priority", "due_date"],
+    "workflow": {"trigger": "form.submitted", "rules": [
+        {"name": "Complaints are high priority",
+         "when": {"field": "category", "operator": "equals", "value": "complaint"},
+         "then": {"field": "priority", "value": "high"}},
+    ]},
+}
+
+KEY_RE = re.compile(r"[a-z][a-z0-9_]{0,31}", re.ASCII)  # used with fullmatch: no trailing newline
+DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+RESERVED_KEYS = frozenset({"id", "tenant_id", "constructor", "prototype", "__proto__"})
+RESERVED_LABEL = "无法判断"
+# What JavaScript's String.prototype.trim removes, so lengths match the console's count.
+JS_WHITESPACE = "\t\n\v\f\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
+                "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+SINGLE_LINE_BAD = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+MULTI_LINE_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+NUMBER_MAX = LIMITS["number_abs_max"]
+GROUPABLE_TYPES = ("text", "select", "date", "checkbox")
+CAMPAIGN_TEXT_TYPES = ("text", "textarea", "select")
+ACTION_CAPABILITIES = {"http": "http.request", "campaign": "message.broadcast"}
+CAMPAIGN_PROPERTIES = ("name_field", "content_field", "audience_tag_field")
+
+
+def validate_definition(raw: object) -> dict:
+    """The normalized definition, or ApiError naming the JSON path of the first problem."""
+    obj = _object(raw, "", ("schema_version", "name", "description", "page", "fields", "table_columns",
+                            "workflow"), tuple(_SECTIONS))
+    definition = {
+        "schema_version": _choice(obj["schema_version"], "schema_version", (1,)),
+        "name": _text(obj["name"], "name", LIMITS["name_chars"]),
+        "description": _text(obj["description"], "description", LIMITS["description_chars"], multiline=True),
+        "page": _page(obj["page"], "page"),
+        "fields": _fields(obj["fields"], "fields"),
+    }
+    fields = field_map(definition)
+    definition["table_columns"] = _table_columns(obj["table_columns"], "table_columns", fields)
+    definition["workflow"] = _workflow(obj["workflow"], "workflow", fields)
+    for name, check in _SECTIONS.items():
+        if name in obj:
+            section = check(obj[name], name, fields)
+            if section:  # an empty charts or actions list is dropped: it hashes like none
+                definition[name] = section
+    if len(_canonical(definition)) > LIMITS["definition_bytes"]:
+        _fail("")
+    return definition
+
+
+def definition_hash(definition: dict) -> str:
+    """SHA-256 hex of the canonical JSON (sorted keys, compact, UTF-8) of a normalized definition."""
+    return hashlib.sha256(_canonical(definition)).hexdigest()
+
+
+def capability_manifest(definition: dict) -> list[str]:
+    """The sorted capability IDs a validated definition actually uses."""
+    used = {"ui.form", "ui.table", "event.form_submitted", "record.create"}
+    used |= {f"field.{field['type']}" for field in definition["fields"]}
+    rules = definition["workflow"]["rules"]
+    used |= {f"rule.{rule['when']['operator']}" for rule in rules}
+    if rules:
+        used.add("record.set_field")
+    for section, capability in (("charts", "ui.chart"), ("code", "code.execute"),
+                                ("workbench", "ui.custom_workbench"), ("intent", "ai.classify_conversation")):
+        if definition.get(section):
+            used.add(capability)
+    used |= {ACTION_CAPABILITIES[action["kind"]] for action in definition.get("actions", [])}
+    return sorted(used)
+
+
+def field_map(definition: dict) -> dict[str, dict]:
+    """The definition's fields by key."""
+    return {field["key"]: field for field in definition["fields"]}
+
+
+def _canonical(definition: dict) -> bytes:
+    """Compact UTF-8 JSON of a definition with sorted keys (what is hashed and measured)."""
+    return json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# --- paths and generic checks -------------------------------------------------------------------
+
+def _fail(path: str, code: str = INVALID) -> NoReturn:
+    """Stop at the first problem; the whole document is `$`."""
+    raise ApiError(code, 400, detail=path or "$")
+
+
+def _at(path: str, name: str) -> str:
+    """The path of a property."""
+    return f"{path}.{name}" if path else name
+
+
+def _item(path: str, index: int) -> str:
+    """The path of an array item."""
+    return f"{path}[{index}]"
+
+
+def _object(value: object, path: str, required: tuple, optional: tuple = ()) -> dict:
+    """An object with no unknown properties and every required one present."""
+    if not isinstance(value, dict):
+        _fail(path)
+    known = set(required) | set(optional)
+    for name in value:
+        if name not in known:
+            _fail(_at(path, str(name)))
+    for name in required:
+        if name not in value:
+            _fail(_at(path, name), MISSING)
+    return value
+
+
+def _array(value: object, path: str, low: int, high: int) -> list:
+    """An array of `low` to `high` items."""
+    if not isinstance(value, list) or not low <= len(value) <= high:
+        _fail(path)
+    return value
+
+
+def _choice(value: object, path: str, choices: tuple):
+    """One of fixed values; numbers compare as JSON numbers (1.0 is 1) and a bool is never one."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or value not in choices:
+        _fail(path)
+    return choices[choices.index(value)]
+
+
+def _boolean(value: object, path: str) -> bool:
+    """A real JSON boolean, not a string."""
+    if not isinstance(value, bool):
+        _fail(path)
+    return value
+
+
+def _units(value: str) -> int:
+    """Length as JavaScript counts it (UTF-16 code units); callers have refused lone surrogates."""
+    return len(value.encode("utf-16-le")) // 2
+
+
+def _text(value: object, path: str, limit: int, multiline: bool = False) -> str:
+    """A trimmed, non-empty text of at most `limit` UTF-16 units without control characters."""
+    if not isinstance(value, str):
+        _fail(path)
+    trimmed = value.strip(JS_WHITESPACE)
+    if not trimmed or (MULTI_LINE_BAD if multiline else SINGLE_LINE_BAD).search(trimmed) \
+            or _units(trimmed) > limit:
+        _fail(path)
+    return trimmed
+
+
+def _raw_text(value: object, path: str, limit: int, multiline: bool) -> str:
+    """A non-blank string kept exactly as written (rule constants, script source)."""
+    if not isinstance(value, str) or not value.strip(JS_WHITESPACE):
+        _fail(path)
+    if (MULTI_LINE_BAD if multiline else SINGLE_LINE_BAD).search(value) or _units(value) > limit:
+        _fail(path)
+    return value
+
+
+def _number(value: object, path: str) -> int | float:
+    """A finite JSON number within ±1e12; an integral float is stored as an int."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(path)
+    if isinstance(value, float) and not math.isfinite(value):
+        _fail(path)
+    if abs(value) > NUMBER_MAX:  # int/float comparison is exact, even for huge ints
+        _fail(path)
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _key(value: object, path: str) -> str:
+    """A lowercase ASCII identifier of at most 32 characters."""
+    if not isinstance(value, str) or not KEY_RE.fullmatch(value):
+        _fail(path)
+    return value
+
+
+def _field_ref(value: object, path: str, fields: dict, types: tuple = FIELD_TYPES) -> str:
+    """The key of a declared field whose type is one of `types`."""
+    if not isinstance(value, str) or value not in fields or fields[value]["type"] not in types:
+        _fail(path)
+    return value
+
+
+def _distinct_keys(items: list, path: str, key: str = "key") -> None:
+    """Refuse the first item whose `key` repeats an earlier one."""
+    seen = set()
+    for index, item in enumerate(items):
+        if item[key] in seen:
+            _fail(_at(_item(path, index), key))
+        seen.add(item[key])
+
+
+def _distinct_strings(values: list, path: str) -> None:
+    """Refuse the first string that repeats an earlier one."""
+    for index, value in enumerate(values):
+        if value in values[:index]:
+            _fail(_item(path, index))
+
+
+# --- page, fields, table ------------------------------------------------------------------------
+
+def _page(value: object, path: str) -> dict:
+    """The page title, description, column count and submit label."""
+    obj = _object(value, path, ("title", "description", "columns", "submit_label"))
+    return {"title": _text(obj["title"], _at(path, "title"), LIMITS["page_title_chars"]),
+            "description": _text(obj["description"], _at(path, "description"), LIMITS["description_chars"],
+                                 multiline=True),
+            "columns": _choice(obj["columns"], _at(path, "columns"), (1, 2)),
+            "submit_label": _text(obj["submit_label"], _at(path, "submit_label"), LIMITS["submit_label_chars"])}
+
+
+def _fields(value: object, path: str) -> list[dict]:
+    """1 to 12 fields with unique keys."""
+    items = _array(value, path, 1, LIMITS["fields"])
+    fields = [_field(item, _item(path, index)) for index, item in enumerate(items)]
+    _distinct_keys(fields, path)
+    return fields
+
+
+def _field(value: object, path: str) -> dict:
+    """One field; only a select carries (and must carry) options."""
+    obj = _object(value, path, ("key", "label", "type", "required"), ("options",))
+    key = _key(obj["key"], _at(path, "key"))
+    if key in RESERVED_KEYS:
+        _fail(_at(path, "key"))
+    field = {"key": key, "label": _text(obj["label"], _at(path, "label"), LIMITS["field_label_chars"]),
+             "type": _choice(obj["type"], _at(path, "type"), FIELD_TYPES),
+             "required": _boolean(obj["required"], _at(path, "required"))}
+    if field["type"] == "select":
+        if "options" not in obj:
+            _fail(_at(path, "options"), MISSING)
+        field["options"] = _options(obj["options"], _at(path, "options"))
+    elif "options" in obj:
+        _fail(_at(path, "options"))
+    return field
+
+
+def _options(value: object, path: str) -> list[str]:
+    """1 to 12 distinct single-line option texts."""
+    items = _array(value, path, 1, LIMITS["select_options"])
+    options = [_text(item, _item(path, index), LIMITS["option_chars"]) for index, item in enumerate(items)]
+    _distinct_strings(options, path)
+    return options
+
+
+def _table_columns(value: object, path: str, fields: dict) -> list[str]:
+    """1 to 12 distinct declared field keys in display order."""
+    items = _array(value, path, 1, LIMITS["table_columns"])
+    columns = [_field_ref(item, _item(path, index), fields) for index, item in enumerate(items)]
+    _distinct_strings(columns, path)
+    return columns
+
+
+# --- workflow -----------------------------------------------------------------------------------
+
+def _workflow(value: object, path: str, fields: dict) -> dict:
+    """The fixed submit trigger and 0 to 8 rules."""
+    obj = _object(value, path, ("trigger", "rules"))
+    trigger = _choice(obj["trigger"], _at(path, "trigger"), ("form.submitted",))
+    rules_path = _at(path, "rules")
+    items = _array(obj["rules"], rules_path, 0, LIMITS["rules"])
+    return {"trigger": trigger,
+            "rules": [_rule(item, _item(rules_path, index), fields) for index, item in enumerate(items)]}
+
+
+def _rule(value: object, path: str, fields: dict) -> dict:
+    """One if-then rule: a condition on one field, a constant for another."""
+    obj = _object(value, path, ("name", "when", "then"))
+    return {"name": _text(obj["name"], _at(path, "name"), LIMITS["rule_name_chars"]),
+            "when": _when(obj["when"], _at(path, "when"), fields),
+            "then": _then(obj["then"], _at(path, "then"), fields)}
+
+
+def _when(value: object, path: str, fields: dict) -> dict:
+    """A condition whose operator suits its field's type and whose value is of that type."""
+    obj = _object(value, path, ("field", "operator", "value"))
+    field = fields[_field_ref(obj["field"], _at(path, "field"), fields)]
+    operator = _choice(obj["operator"], _at(path, "operator"), tuple(OPERATORS))
+    if field["type"] not in OPERATORS[operator]:
+        _fail(_at(path, "operator"))
+    return {"field": field["key"], "operator": operator,
+            "value": _constant(obj["value"], _at(path, "value"), field)}
+
+
+def _then(value: object, path: str, fields: dict) -> dict:
+    """An assignment of a constant of the target field's type."""
+    obj = _object(value, path, ("field", "value"))
+    field = fields[_field_ref(obj["field"], _at(path, "field"), fields)]
+    return {"field": field["key"], "value": _constant(obj["value"], _at(path, "value"), field)}
+
+
+def _constant(value: object, path: str, field: dict):
+    """A rule constant that would be a valid submitted value of the field."""
+    kind = field["type"]
+    if kind == "text":
+        return _raw_text(value, path, LIMITS["text_value_chars"], multiline=False)
+    if kind == "textarea":
+        return _raw_text(value, path, LIMITS["textarea_value_chars"], multiline=True)
+    if kind == "number":
+        return _number(value, path)
+    if kind == "date":
+        return _date(value, path)
+    if kind == "select":
+        return _choice(value, path, tuple(field["options"]))
+    return _boolean(value, path)
+
+
+def _date(value: object, path: str) -> str:
+    """A YYYY-MM-DD string naming a real calendar day."""
+    if not isinstance(value, str) or not DATE_RE.fullmatch(value):
+        _fail(path)
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        _fail(path)
+    return value
+
+
+# --- optional sections --------------------------------------------------------------------------
+
+def _charts(value: object, path: str, fields: dict) -> list[dict]:
+    """At most 3 charts with unique keys."""
+    items = _array(value, path, 0, LIMITS["charts"])
+    charts = [_chart(item, _item(path, index), fields) for index, item in enumerate(items)]
+    _distinct_keys(charts, path)
+    return charts
+
+
+def _chart(value: object, path: str, fields: dict) -> dict:
+    """A bar or date line chart: count, or sum/average of a number field."""
+    obj = _object(value, path, ("key", "title", "type", "group_by", "metric"), ("value_field",))
+    chart = {"key": _key(obj["key"], _at(path, "key")),
+             "title": _text(obj["title"], _at(path, "title"), LIMITS["chart_title_chars"]),
+             "type": _choice(obj["type"], _at(path, "type"), ("bar", "line"))}
+    group_types = ("date",) if chart["type"] == "line" else GROUPABLE_TYPES
+    chart["group_by"] = _field_ref(obj["group_by"], _at(path, "group_by"), fields, group_types)
+    chart["metric"] = _choice(obj["metric"], _at(path, "metric"), ("count", "sum", "average"))
+    value_path = _at(path, "value_field")
+    if chart["metric"] == "count":
+        if "value_field" in obj:
+            _fail(value_path)
+    elif "value_field" not in obj:
+        _fail(value_path, MISSING)
+    else:
+        chart["value_field"] = _field_ref(obj["value_field"], value_path, fields, ("number",))
+    return chart
+
+
+def _code(value: object, path: str, fields: dict) -> dict:
+    """A JavaScript function body; checked for shape only, never trimmed."""
+    obj = _object(value, path, ("language", "source"))
+    return {"language": _choice(obj["language"], _at(path, "language"), ("javascript",)),
+            "source": _raw_text(obj["source"], _at(path, "source"), LIMITS["script_source_chars"],
+                                multiline=True)}
+
+
+_WORKBENCH_CHOICES = {
+    "theme": ("blue", "emerald", "violet"),
+    "density": ("comfortable", "compact"),
+    "list_width": (260, 320, 380),
+    "details_width": (280, 360, 440),
+    "tools_position": ("before_profile", "after_profile"),
+}
+
+
+def _workbench(value: object, path: str, fields: dict) -> dict:
+    """Workbench style settings; each optional, but at least one."""
+    obj = _object(value, path, (), ("title", *_WORKBENCH_CHOICES))
+    if not obj:
+        _fail(path)
+    settings = {}
+    if "title" in obj:
+        settings["title"] = _text(obj["title"], _at(path, "title"), LIMITS["workbench_title_chars"])
+    for name, choices in _WORKBENCH_CHOICES.items():
+        if name in obj:
+            settings[name] = _choice(obj[name], _at(path, name), choices)
+    return settings
+
+
+def _intent(value: object, path: str, fields: dict) -> dict:
+    """1 to 10 unique classification labels, none containing the reserved 'cannot tell' label."""
+    obj = _object(value, path, ("labels",))
+    labels_path = _at(path, "labels")
+    items = _array(obj["labels"], labels_path, 1, LIMITS["intent_labels"])
+    labels = [_text(item, _item(labels_path, index), LIMITS["intent_label_chars"])
+              for index, item in enumerate(items)]
+    for index, label in enumerate(labels):
+        if RESERVED_LABEL in label:
+            _fail(_item(labels_path, index))
+    _distinct_strings(labels, labels_path)
+    return {"labels": labels}
+
+
+def _actions(value: object, path: str, fields: dict) -> list[dict]:
+    """At most 2 record actions with unique keys."""
+    items = _array(value, path, 0, LIMITS["actions"])
+    actions = [_action(item, _item(path, index), fields) for index, item in enumerate(items)]
+    _distinct_keys(actions, path)
+    return actions
+
+
+def _action(value: object, path: str, fields: dict) -> dict:
+    """An http action (chosen fields) or a campaign draft action (name, content, audience tag)."""
+    obj = _object(value, path, ("key", "title", "kind"), ("fields", *CAMPAIGN_PROPERTIES))
+    action = {"key": _key(obj["key"], _at(path, "key")),
+              "title": _text(obj["title"], _at(path, "title"), LIMITS["action_title_chars"]),
+              "kind": _choice(obj["kind"], _at(path, "kind"), tuple(ACTION_CAPABILITIES))}
+    if action["kind"] == "http":
+        return {**action, **_http_action(obj, path, fields)}
+    return {**action, **_campaign_action(obj, path, fields)}
+
+
+def _http_action(obj: dict, path: str, fields: dict) -> dict:
+    """The http part: 1 to 12 distinct declared fields to send, no campaign properties."""
+    for name in CAMPAIGN_PROPERTIES:
+        if name in obj:
+            _fail(_at(path, name))
+    fields_path = _at(path, "fields")
+    if "fields" not in obj:
+        _fail(fields_path, MISSING)
+    items = _array(obj["fields"], fields_path, 1, LIMITS["fields"])
+    keys = [_field_ref(item, _item(fields_path, index), fields) for index, item in enumerate(items)]
+    _distinct_strings(keys, fields_path)
+    return {"fields": keys}
+
+
+def _campaign_action(obj: dict, path: str, fields: dict) -> dict:
+    """The campaign part: name and content fields, an optional audience tag field, no `fields`."""
+    if "fields" in obj:
+        _fail(_at(path, "fields"))
+    part = {}
+    for name in ("name_field", "content_field"):
+        if name not in obj:
+            _fail(_at(path, name), MISSING)
+        part[name] = _field_ref(obj[name], _at(path, name), fields, CAMPAIGN_TEXT_TYPES)
+    if "audience_tag_field" in obj:
+        part["audience_tag_field"] = _field_ref(obj["audience_tag_field"], _at(path, "audience_tag_field"),
+                                                fields, ("text", "select"))
+    return part
+
+
+# Optional sections in spec order: name -> check(value, path, fields by key).
+_SECTIONS = {"charts": _charts, "code": _code, "workbench": _workbench, "intent": _intent,
+             "actions": _actions}

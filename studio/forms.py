@@ -1,0 +1,36 @@
+"""Turning HTML form posts into the JSON shapes the studio services take."""
+import json
+
+from werkzeug.datastructures import MultiDict
+
+
+def _number(text: str):
+    """A number typed into a form; unparseable text is passed on for the engine to refuse."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
+
+
+def form_to_input(definition: dict, form: MultiDict) -> dict:
+    """The submitted input of a definition's form: empty means not provided, checkboxes are booleans."""
+    data = {}
+    for field in definition["fields"]:
+        key, kind = field["key"], field["type"]
+        if kind == "checkbox":
+            data[key] = form.get(f"f_{key}") == "on"
+            continue
+        text = form.get(f"f_{key}", "")
+        if text == "":
+            continue
+        data[key] = _number(text.strip()) if kind == "number" else text
+    return data
+
+
+def parse_definition_text(text: str) -> object:
+    """The advanced editor's text as JSON (None when it is not JSON at all)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

@@ -1,0 +1,74 @@
+"""Tables of the Studio app builder."""
+import uuid
+from datetime import datetime
+
+from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from core.clock import utcnow
+from core.db import Base, JSONDocument, UUIDPrimaryKey
+
+
+class StudioTenantUsage(Base):
+    """Per-tenant counters that enforce quotas with one conditional UPDATE."""
+
+    __tablename__ = "studio_tenant_usage"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    app_count: Mapped[int] = mapped_column(default=0)
+
+
+class StudioApp(UUIDPrimaryKey, Base):
+    """A form application; its state is the pair (enabled, active_version)."""
+
+    __tablename__ = "studio_app"
+    __table_args__ = (Index("ix_studio_app_tenant_id_updated_at", "tenant_id", "updated_at"),)
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    name: Mapped[str] = mapped_column(String(120))
+    enabled: Mapped[bool] = mapped_column(default=False)
+    active_version: Mapped[int | None]
+    latest_version: Mapped[int] = mapped_column(default=0)
+    record_count: Mapped[int] = mapped_column(default=0)
+    origin: Mapped[str | None] = mapped_column(String(200))
+    license: Mapped[str | None] = mapped_column(String(200))
+    created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class StudioVersion(UUIDPrimaryKey, Base):
+    """An immutable definition of an application; `simulated` is its only changing flag."""
+
+    __tablename__ = "studio_version"
+    __table_args__ = (UniqueConstraint("app_id", "version"),)
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    app_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("studio_app.id"))
+    version: Mapped[int]
+    definition: Mapped[dict] = mapped_column(JSON)
+    definition_hash: Mapped[str] = mapped_column(String(64))
+    simulated: Mapped[bool] = mapped_column(default=False)
+    created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class StudioRecord(UUIDPrimaryKey, Base):
+    """One saved submission of the live version, after rules."""
+
+    __tablename__ = "studio_record"
+    __table_args__ = (
+        UniqueConstraint("app_id", "idempotency_key"),
+        Index("ix_studio_record_app_id_version", "app_id", "version"),
+        Index("ix_studio_record_app_id_created_at", "app_id", "created_at"),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    app_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("studio_app.id"))
+    version: Mapped[int]
+    data: Mapped[dict] = mapped_column(JSONDocument)
+    trace: Mapped[list] = mapped_column(JSON)
+    idempotency_key: Mapped[uuid.UUID]
+    input_digest: Mapped[str] = mapped_column(String(64))
+    created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

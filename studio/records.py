@@ -1,0 +1,64 @@
+"""Records: saving submissions of the live version, exactly once per idempotency key."""
+import uuid
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from core.api import ApiError
+from core.db import db
+from studio.apps import get_version
+from studio.definition import LIMITS
+from studio.engine import input_digest, run_rules
+from studio.models import StudioApp, StudioRecord
+
+LEDGER_LIMIT = 100
+
+
+def latest_records(found: StudioApp) -> list[StudioRecord]:
+    """The latest 100 records across all versions, newest first."""
+    return list(db.session.scalars(select(StudioRecord).where(
+        StudioRecord.app_id == found.id, StudioRecord.tenant_id == found.tenant_id)
+        .order_by(StudioRecord.created_at.desc(), StudioRecord.id).limit(LEDGER_LIMIT)))
+
+
+def _find_by_key(found: StudioApp, key: uuid.UUID) -> StudioRecord | None:
+    """The record saved earlier under this idempotency key, if any."""
+    return db.session.scalar(select(StudioRecord).where(
+        StudioRecord.app_id == found.id, StudioRecord.idempotency_key == key))
+
+
+def _replay(existing: StudioRecord, digest: str) -> tuple[StudioRecord, bool]:
+    """Return the original record for an identical retry; refuse a key reused for other input."""
+    if existing.input_digest != digest:
+        raise ApiError("idempotency_conflict", 409)
+    return existing, True
+
+
+def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int, raw_input: object,
+                  key: uuid.UUID) -> tuple[StudioRecord, bool]:
+    """Save a submission of the live version; returns (record, replayed)."""
+    if not found.enabled or found.active_version != version_no:
+        raise ApiError("extension_not_active", 409)
+    digest = input_digest(raw_input)
+    existing = _find_by_key(found, key)
+    if existing is not None:
+        return _replay(existing, digest)
+    result = run_rules(get_version(found, version_no).definition, raw_input)
+    try:
+        with db.session.begin_nested():
+            counted = db.session.execute(update(StudioApp).where(
+                StudioApp.id == found.id, StudioApp.record_count < LIMITS["records_per_app"])
+                .values(record_count=StudioApp.record_count + 1))
+            if counted.rowcount != 1:
+                raise ApiError("record_limit", 429)
+            record = StudioRecord(tenant_id=found.tenant_id, app_id=found.id, version=version_no,
+                                  data=result["data"], trace=result["trace"], idempotency_key=key,
+                                  input_digest=digest, created_by=actor_id)
+            db.session.add(record)
+            db.session.flush()  # the unique (app_id, idempotency_key) settles concurrent retries
+    except IntegrityError:
+        existing = _find_by_key(found, key)
+        if existing is None:
+            raise
+        return _replay(existing, digest)
+    return record, False

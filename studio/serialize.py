@@ -1,0 +1,26 @@
+"""JSON shapes of applications, versions and records, as the console API returns them."""
+from core.clock import iso
+from studio.models import StudioApp, StudioRecord, StudioVersion
+
+
+def app_json(found: StudioApp) -> dict:
+    """An application with its latest version number."""
+    return {"tenant_id": str(found.tenant_id), "extension_id": str(found.id), "name": found.name,
+            "enabled": found.enabled, "active_version": found.active_version,
+            "latest_version": found.latest_version, "created_at": iso(found.created_at),
+            "updated_at": iso(found.updated_at)}
+
+
+def version_json(version: StudioVersion) -> dict:
+    """One immutable version."""
+    return {"tenant_id": str(version.tenant_id), "extension_id": str(version.app_id),
+            "version": version.version, "definition": version.definition,
+            "definition_hash": version.definition_hash,
+            "created_by": str(version.created_by) if version.created_by else None,
+            "created_at": iso(version.created_at), "simulated": version.simulated}
+
+
+def record_json(record: StudioRecord) -> dict:
+    """One saved record with its rule trace."""
+    return {"record_id": str(record.id), "version": record.version, "data": record.data,
+            "trace": record.trace, "created_at": iso(record.created_at)}

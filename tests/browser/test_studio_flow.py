@@ -1,0 +1,48 @@
+"""An administrator builds, simulates, publishes and uses an app in a real browser."""
+import json
+
+from playwright.sync_api import expect
+
+from tests.browser.test_console_flow import _log_in
+from tests.studio.conftest import sample_definition
+
+CHARTS = [{"key": "by_priority", "title": "Requests by priority", "type": "bar", "group_by": "priority",
+           "metric": "count"}]
+
+
+def test_create_edit_simulate_publish_submit_and_see_ledger_and_chart(page, live_server, admin):
+    _log_in(page, live_server, admin.user.email)
+    expect(page.get_by_text("No applications yet")).to_be_visible()
+    page.get_by_role("button", name="New app from the starter").click()
+    expect(page.get_by_role("heading", name="Simulate v1")).to_be_visible()
+
+    editor = page.get_by_label("Definition JSON")
+    editor.fill(json.dumps(sample_definition(name="Parcel claims", charts=CHARTS), indent=2))
+    page.get_by_role("button", name="Save as new version").click()
+    expect(page.get_by_text("Saved version 2 as a draft")).to_be_visible()
+
+    simulate = page.locator("#simulate-form")
+    simulate.get_by_label("Title").fill("Lost parcel")
+    simulate.get_by_label("Amount").fill("250")
+    simulate.get_by_role("button", name="Simulate").click()
+    expect(page.locator("#simulation")).to_contain_text("Big orders are high priority")
+    expect(page.locator("#simulation")).to_contain_text("matched")
+
+    page.get_by_role("button", name="Publish v2…").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("extension.records.transform")
+    dialog.get_by_label("I confirm these permissions").check()
+    dialog.get_by_role("button", name="Publish").click()
+    expect(page.get_by_text("Version 2 is live.")).to_be_visible()
+
+    page.get_by_text("Submit a record to v2").click()
+    record = page.locator("#record-form")
+    record.get_by_label("Title").fill("Crushed box")
+    record.get_by_label("Amount").fill("120")
+    record.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Record saved.")).to_be_visible()
+    ledger = page.locator("#ledger")
+    expect(ledger).to_contain_text("Crushed box")
+    expect(ledger).to_contain_text("high")
+    expect(page.get_by_role("img", name="Requests by priority")).to_be_visible()
+    expect(page.get_by_role("link", name="Studio apps").first).to_be_visible()

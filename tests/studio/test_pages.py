@@ -1,0 +1,204 @@
+"""The Studio console pages, driven through their forms."""
+import json
+import re
+import uuid
+
+import pytest
+from sqlalchemy import func, select
+
+from core.db import db
+from studio.definition import capability_manifest, validate_definition
+from studio.models import StudioApp, StudioRecord, StudioVersion
+from studio.templates_market import LICENSE, TEMPLATES
+from tests.conftest import csrf_from
+from tests.studio.conftest import sample_definition
+
+
+def _form(client, path: str, data: dict, **kwargs):
+    """POST a page form with the page's CSRF token."""
+    token = csrf_from(client.get("/extensions").get_data(as_text=True))
+    return client.post(path, data={"csrf_token": token, **data}, **kwargs)
+
+
+def _text(response) -> str:
+    return response.get_data(as_text=True)
+
+
+def test_empty_app_list_explains_how_to_start(admin_client):
+    page = _text(admin_client.get("/extensions"))
+    assert "No applications yet" in page and "New app from the starter" in page
+
+
+def test_app_list_shows_status_badges(api, admin_client, live_app):
+    api.create(sample_definition(name="Draft one"))
+    api.post(f"/{live_app}/disable", {})
+    page = _text(admin_client.get("/extensions"))
+    assert "Draft one" in page and "draft" in page and "disabled (v1 kept)" in page
+
+
+def test_create_from_starter_opens_the_new_draft(admin_client):
+    response = _form(admin_client, "/extensions/new", {})
+    assert response.status_code == 302
+    page = _text(admin_client.get(response.headers["Location"]))
+    assert "v1" in page and "Simulate v1" in page and "Advanced editor" in page
+    assert db.session.scalar(select(StudioApp.enabled)) is False
+
+
+def test_template_market_offers_six_templates_with_origin_and_licence(admin_client):
+    page = _text(admin_client.get("/template-market/studio"))
+    assert len(TEMPLATES) >= 6
+    for template in TEMPLATES:
+        assert template["title"] in page
+    assert "CC0" in page and "Origin" in page
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=[t["slug"] for t in TEMPLATES])
+def test_every_template_is_a_valid_definition(template):
+    definition = validate_definition(template["definition"])
+    assert "ui.form" in capability_manifest(definition)
+
+
+def test_templates_cover_charts_and_rules():
+    by_slug = {t["slug"]: t["definition"] for t in TEMPLATES}
+    assert by_slug["lead-capture"].get("charts")
+    assert len(by_slug["complaint-escalation"]["workflow"]["rules"]) >= 2
+
+
+def test_importing_a_template_creates_an_unpublished_draft_keeping_origin(admin_client):
+    response = _form(admin_client, "/template-market/studio/return-request/import", {})
+    assert response.status_code == 302
+    found = db.session.scalar(select(StudioApp))
+    assert (found.enabled, found.active_version, found.latest_version) == (False, None, 1)
+    assert found.license == LICENSE and "Return request" in found.origin
+    assert db.session.scalar(select(StudioVersion.simulated)) is False
+    assert "Licence" in _text(admin_client.get(response.headers["Location"]))
+
+
+def test_importing_an_unknown_template_is_not_found(admin_client):
+    assert _form(admin_client, "/template-market/studio/nope/import", {}).status_code == 404
+
+
+def test_editor_shows_the_error_path_and_keeps_the_text(admin_client, draft_app):
+    bad = sample_definition()
+    bad["fields"][0]["required"] = "yes"
+    text = json.dumps(bad)
+    response = _form(admin_client, f"/extensions/{draft_app}/versions", {"definition": text})
+    assert response.status_code == 422
+    page = _text(response)
+    assert "invalid_definition" in page and "fields[0].required" in page
+    assert "&#34;yes&#34;" in page or "&quot;yes&quot;" in page
+    assert db.session.scalar(select(func.count()).select_from(StudioVersion)) == 1
+
+
+def test_editor_refuses_text_that_is_not_json(admin_client, draft_app):
+    response = _form(admin_client, f"/extensions/{draft_app}/versions", {"definition": "{oops"})
+    assert response.status_code == 422 and "invalid_json" in _text(response)
+
+
+def test_editor_saves_a_new_version(admin_client, draft_app):
+    text = json.dumps(sample_definition(name="Edited"))
+    response = _form(admin_client, f"/extensions/{draft_app}/versions", {"definition": text})
+    assert response.status_code == 302 and "version=2" in response.headers["Location"]
+    assert "Edited" in _text(admin_client.get(response.headers["Location"]))
+
+
+def test_simulation_form_widgets_follow_field_types(admin_client, draft_app):
+    page = _text(admin_client.get(f"/extensions/{draft_app}"))
+    assert 'type="number"' in page and 'type="date"' in page and 'type="checkbox"' in page
+    assert "<select" in page and 'name="f_title"' in page
+
+
+def test_simulation_form_shows_data_after_rules_and_trace(admin_client, draft_app):
+    response = _form(admin_client, f"/extensions/{draft_app}/simulate",
+                     {"version": "1", "f_title": "Refund", "f_amount": "150"}, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    page = _text(response)
+    assert "Big orders are high priority" in page and "matched" in page and '"high"' in page
+    assert 'id="publish-section"' in page and 'hx-swap-oob="true"' in page
+    assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 0
+
+
+def test_simulation_form_error_names_the_field(admin_client, draft_app):
+    response = _form(admin_client, f"/extensions/{draft_app}/simulate", {"version": "1", "f_amount": "3"},
+                     headers={"HX-Request": "true"})
+    assert response.status_code == 422 and "input.title" in _text(response)
+
+
+def test_publish_dialog_shows_the_exact_permission_array(api, admin_client, draft_app):
+    api.simulate(draft_app)
+    page = _text(admin_client.get(f"/extensions/{draft_app}"))
+    assert re.search(r"extension\.records\.read.*extension\.records\.create.*extension\.records\.transform",
+                     page, re.S)
+    assert 'name="confirm_permissions"' in page and "<dialog" in page
+
+
+def test_publish_without_confirmation_is_refused(api, admin_client, draft_app):
+    api.simulate(draft_app)
+    response = _form(admin_client, f"/extensions/{draft_app}/publish", {"version": "1", "expected_active_version": ""})
+    assert "confirm the permissions" in _text(admin_client.get(response.headers["Location"]))
+    assert db.session.scalar(select(StudioApp.enabled)) is False
+
+
+def test_publish_with_confirmation_goes_live(api, admin_client, draft_app):
+    api.simulate(draft_app)
+    _form(admin_client, f"/extensions/{draft_app}/publish",
+          {"version": "1", "expected_active_version": "", "confirm_permissions": "on"})
+    db.session.expire_all()
+    assert db.session.scalar(select(StudioApp.active_version)) == 1
+
+
+def test_code_versions_show_the_script_and_a_separate_confirmation(api, admin_client):
+    app_id = api.create(sample_definition(code={"language": "javascript", "source": "return {title: 'x'};"}))
+    api.simulate(app_id)
+    page = _text(admin_client.get(f"/extensions/{app_id}"))
+    assert "return {title: &#39;x&#39;};" in page and 'name="code_confirmed"' in page
+
+
+def test_record_form_saves_and_the_ledger_shows_table_columns_in_order(admin_client, live_app):
+    page = _text(admin_client.get(f"/extensions/{live_app}"))
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', page).group(1)
+    data = {"f_title": "Lost parcel", "f_amount": "300", "idempotency_key": key}
+    response = _form(admin_client, f"/extensions/{live_app}/records", data)
+    assert response.status_code == 302
+    ledger = _text(admin_client.get(f"/extensions/{live_app}")).split('id="ledger"')[1]
+    headers = re.findall(r'<th scope="col">([^<]+)</th>', ledger)
+    assert headers[:3] == ["Title", "Priority", "Amount"]
+    assert "Lost parcel" in ledger and "high" in ledger
+    again = _form(admin_client, f"/extensions/{live_app}/records", data)
+    assert "already saved" in _text(admin_client.get(again.headers["Location"]))
+    assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 1
+
+
+def test_record_form_error_is_shown_next_to_the_field(admin_client, live_app):
+    response = _form(admin_client, f"/extensions/{live_app}/records",
+                     {"f_amount": "3", "idempotency_key": str(uuid.uuid4())})
+    assert response.status_code == 422 and "This field is required." in _text(response)
+
+
+def test_disable_and_reenable_from_the_page(api, admin_client, live_app):
+    _form(admin_client, f"/extensions/{live_app}/disable", {})
+    page = _text(admin_client.get(f"/extensions/{live_app}"))
+    assert "Re-enable v1" in page
+    _form(admin_client, f"/extensions/{live_app}/publish",
+          {"version": "1", "expected_active_version": "1", "confirm_permissions": "on"})
+    db.session.expire_all()
+    assert db.session.scalar(select(StudioApp.enabled)) is True
+
+
+def test_charts_render_as_svg_for_the_selected_version(api, admin_client):
+    charts = [{"key": "by_priority", "title": "Requests by priority", "type": "bar", "group_by": "priority",
+               "metric": "count"}]
+    app_id = api.create(sample_definition(charts=charts))
+    api.simulate(app_id)
+    api.publish(app_id)
+    api.post(f"/{app_id}/records", {"version": 1, "input": {"title": "a", "amount": 200},
+                                    "idempotency_key": str(uuid.uuid4())})
+    page = _text(admin_client.get(f"/extensions/{app_id}"))
+    assert "<svg" in page and "Requests by priority" in page and "<rect" in page
+
+
+def test_foreign_app_page_is_not_found(app, admin_client, other_tenant):
+    other = StudioApp(tenant_id=other_tenant.id, name="Theirs")
+    db.session.add(other)
+    db.session.commit()
+    assert admin_client.get(f"/extensions/{other.id}").status_code == 404
