@@ -1,4 +1,5 @@
 """Shared benchmark plumbing: a throwaway app on real services and a rate meter."""
+import atexit
 import os
 import statistics
 import tempfile
@@ -9,12 +10,13 @@ from cryptography.fernet import Fernet
 from flask_migrate import upgrade
 
 from app import create_app
-from core.redis import start_embedded
+from core.redis import start_embedded, stop_embedded
 
 
 def bench_app():
     """An app on BENCH_DATABASE_URL/BENCH_REDIS_URL, or on a temporary SQLite file and embedded Redis."""
     scratch = Path(tempfile.mkdtemp(prefix="bench-"))
+    atexit.register(stop_embedded)
     app = create_app({
         "SQLALCHEMY_DATABASE_URI": os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{scratch / 'bench.db'}",
         "REDIS_URL": os.environ.get("BENCH_REDIS_URL") or start_embedded(scratch / "redis.db"),

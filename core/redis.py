@@ -22,6 +22,17 @@ def start_embedded(db_path: Path) -> str:
     return f"unix://{_embedded[key].socket_file}"
 
 
+def stop_embedded() -> None:
+    """Shut down every embedded server this process started (tests, benches, the launcher)."""
+    while _embedded:
+        _, server = _embedded.popitem()
+        try:
+            server.shutdown(nosave=True)
+        except redis.ConnectionError:
+            pass  # the server closes the connection as it exits
+        log.info("embedded Redis stopped")
+
+
 def redis_url() -> str:
     """The configured Redis URL, starting the embedded server if none is configured."""
     cfg = current_app.config

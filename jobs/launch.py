@@ -14,7 +14,7 @@ from sqlalchemy import select
 from app import create_app
 from core.config import INSTANCE_PATH, PROJECT_ROOT
 from core.db import db
-from core.redis import start_embedded
+from core.redis import start_embedded, stop_embedded
 from desk.cli import demo_logins_text
 from desk.demo import seed_demo
 from desk.models import Tenant
@@ -44,6 +44,8 @@ def main() -> int:
     print(f"Custom Studio on http://127.0.0.1:{port}  (Ctrl+C stops everything)", flush=True)
     honcho = subprocess.Popen([sys.executable, "-m", "honcho", "start", "-f", "Procfile", "-p", port],
                               cwd=PROJECT_ROOT, env=env)
+    # A SIGTERM to the launcher must stop honcho (and so every process) too, never orphan them.
+    signal.signal(signal.SIGTERM, lambda signum, frame: honcho.terminate())
     try:
         return honcho.wait()
     except KeyboardInterrupt:
@@ -52,4 +54,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    finally:
+        stop_embedded()

@@ -30,10 +30,12 @@ def database_url(tmp_path_factory) -> str:
 def redis_url(tmp_path_factory) -> str:
     """TEST_REDIS_URL (a dedicated db index in CI) or an embedded Redis for this session."""
     if os.environ.get("TEST_REDIS_URL"):
-        return os.environ["TEST_REDIS_URL"]
-    from core.redis import start_embedded
+        yield os.environ["TEST_REDIS_URL"]
+        return
+    from core.redis import start_embedded, stop_embedded
 
-    return start_embedded(tmp_path_factory.mktemp("redis") / "redis.db")
+    yield start_embedded(tmp_path_factory.mktemp("redis") / "redis.db")
+    stop_embedded()
 
 
 @pytest.fixture(scope="session")
