@@ -16,7 +16,7 @@ from core.db import db
 from desk.tenancy import add_member, create_tenant
 from studio.apps import create_app, get_app, publish, simulate
 from studio.charts import chart_summaries, chart_summary
-from studio.definition import PUBLISH_PERMISSIONS
+from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioRecord
 
 FIELDS = [{"key": f"n{i}", "label": f"Number {i}", "type": "number", "required": False} for i in range(8)] + [

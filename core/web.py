@@ -15,6 +15,15 @@ def healthz():
     return {"status": "ok"}
 
 
+def format_number(value) -> str:
+    """A number for people: whole numbers without decimals, others with at most two."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
 def init_web(app: Flask) -> None:
     """CSRF on every cookie-authenticated form outside /api/; Vary on HX-Request; filters."""
     app.config["WTF_CSRF_CHECK_DEFAULT"] = False
@@ -36,4 +45,5 @@ def init_web(app: Flask) -> None:
         # Behind TLS-terminating proxies the Origin check must see the public scheme and host.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     app.jinja_env.filters["beijing"] = format_beijing
+    app.jinja_env.filters["number"] = format_number
     app.register_blueprint(bp)

@@ -9,9 +9,8 @@ from core.db import db
 from core.guards import console_json_body
 from desk.sessions import admin_console_required, current_member
 from studio import apps, records
-from studio.catalog import console_overview
+from studio.catalog import CAPABILITY_VERSION, CATALOG, PUBLISH_PERMISSIONS, console_overview
 from studio.charts import chart_summaries
-from studio.definition import CAPABILITY_VERSION, CATALOG, PUBLISH_PERMISSIONS
 from studio.serialize import app_json, record_json, version_json
 
 bp = Blueprint("studio_api", __name__, url_prefix="/api/extensions")

@@ -9,7 +9,8 @@ from core.api import ApiError
 from core.clock import utcnow
 from core.db import db
 from desk.models import User
-from studio.definition import LIMITS, PUBLISH_PERMISSIONS, definition_hash, validate_definition
+from studio.catalog import LIMITS, PUBLISH_PERMISSIONS
+from studio.definition import definition_hash, validate_definition
 from studio.engine import run_rules
 from studio.models import StudioApp, StudioTenantUsage, StudioVersion
 

@@ -1,7 +1,145 @@
 """What the console shows before anything is built: catalog, starter, limits, examples."""
 from flask import current_app
 
-from studio.definition import CAPABILITY_VERSION, CATALOG, LIMITS, PUBLISH_PERMISSIONS, STARTER_DEFINITION
+CAPABILITY_VERSION = "2026-10-09.1"
+FIELD_TYPES = ("text", "textarea", "number", "date", "select", "checkbox")
+# Operator -> field types it may test (the spec's operator table).
+OPERATORS = {
+    "equals": FIELD_TYPES,
+    "not_equals": FIELD_TYPES,
+    "gte": ("number",),
+    "gt": ("number",),
+    "lt": ("number",),
+    "lte": ("number",),
+    "contains": ("text", "textarea"),
+    "starts_with": ("text", "textarea"),
+    "ends_with": ("text", "textarea"),
+}
+PUBLISH_PERMISSIONS = ["extension.records.read", "extension.records.create", "extension.records.transform"]
+
+LIMITS = {
+    "apps_per_tenant": 20,
+    "versions_per_app": 100,
+    "records_per_app": 1000,
+    "fields": 12,
+    "rules": 8,
+    "charts": 3,
+    "actions": 2,
+    "select_options": 12,
+    "table_columns": 12,
+    "definition_bytes": 24_000,
+    "body_bytes": 32_000,
+    "name_chars": 60,
+    "description_chars": 400,
+    "page_title_chars": 80,
+    "submit_label_chars": 30,
+    "field_label_chars": 60,
+    "option_chars": 60,
+    "rule_name_chars": 80,
+    "chart_title_chars": 80,
+    "action_title_chars": 80,
+    "workbench_title_chars": 60,
+    "text_value_chars": 200,
+    "textarea_value_chars": 2_000,
+    "number_abs_max": 1_000_000_000_000,
+    "prompt_min_chars": 4,
+    "prompt_max_chars": 3_000,
+    "generations_per_tenant_per_minute": 1,
+    "generations_per_tenant_per_day": 20,
+    "generations_platform_per_day": 200,
+    "generations_platform_in_progress": 3,
+    "list_apps": 20,
+    "list_versions": 100,
+    "list_records": 100,
+    "knowledge_documents": 3,
+    "knowledge_excerpt_chars": 1_200,
+    "knowledge_page_size": 20,
+    "intent_labels": 10,
+    "intent_label_chars": 30,
+    "intent_messages": 20,
+    "intent_total_chars": 6_000,
+    "intent_message_chars": 1_000,
+    "app_metadata_bytes": 8_192,
+    "script_source_chars": 8_000,
+    "script_execution_ms": 500,
+    "script_task_ms": 2_000,
+    "script_heap_bytes": 16 * 1024 * 1024,
+    "script_input_bytes": 32 * 1024,
+    "script_output_bytes": 32 * 1024,
+    "script_executions_per_tenant_per_minute": 30,
+    "action_payload_bytes": 24 * 1024,
+    "action_timeout_seconds": 10,
+    "action_concurrency_platform": 8,
+    "action_attempts_per_tenant_per_minute": 20,
+}
+
+
+# The spec's catalog table, one row per ID: (id, meaning, availability status).
+_CATALOG_ROWS = [
+    ("ui.form", "the application's form", "available"),
+    ("ui.table", "this application's ledger", "available"),
+    *[(f"field.{kind}", f"a {kind} field", "available") for kind in FIELD_TYPES],
+    *[(f"rule.{op}", f"a rule condition using {op}", "available") for op in OPERATORS],
+    ("event.form_submitted", "form submission", "available"),
+    ("record.create", "create a record", "available"),
+    ("record.set_field", "set a field on the new record", "available"),
+    ("workbench.customer_context", "per-item manual authorization by an agent in the workbench only; "
+     "not an automatic data source for generation", "manual_only"),
+    ("preview.rotation", "weekly-rotation simulation on manual samples", "preview_only"),
+    ("preview.keyword_routing", "keyword-routing simulation on manual samples", "preview_only"),
+    ("automation.plan_management", "administrator binds real agents and authorizes publishing read-only "
+     "scheduled plans; no reassignment", "manual_only"),
+    ("automation.execute_plan", "administrator authorizes a single execution of a complete rotation, "
+     "keyword or semantic plan; never grants the AI automatic execution", "manual_only"),
+    ("conversation.assign", "rotation, keyword and semantic rules may reassign under continuing "
+     "administrator authorization; not arbitrary workflow execution", "manual_only"),
+    ("schedule.execute", "scheduled reassignment under continuing administrator authorization; "
+     "not arbitrary workflow execution", "manual_only"),
+    ("event.message_received", "a verified public customer message triggers an authorized routing rule; "
+     "no arbitrary code, no mass sending", "manual_only"),
+    ("ui.chart", "bar chart and date line chart over this application's records of one version: "
+     "count, sum, average", "available"),
+    ("ai.classify_conversation", "agent-authorized analysis of the current conversation's public text; "
+     "no automatic reassignment", "manual_only"),
+    ("ui.custom_workbench", "controlled layout, theme, column sizes, business form and tool entry; "
+     "safety controls cannot be overridden", "available"),
+    ("code.execute", "bounded JavaScript form computation, no network or database", "available"),
+    ("ai.semantic_routing", "business-intent routing, per-use or continuing authorization, "
+     "consumes AI points", "manual_only"),
+    ("knowledge.read", "before generation, per-use selection and authorization of up to 3 valid "
+     "published knowledge excerpts", "manual_only"),
+    ("http.request", "fixed public HTTPS address bound by the administrator; per-use confirmation of "
+     "sending chosen record fields", "manual_only"),
+    ("message.broadcast", "creates a marketing draft from a form record; sending is reviewed separately",
+     "manual_only"),
+    ("payment.refund", "not opened to generation workflows", "unavailable"),
+    ("sql.execute", "not opened to generation workflows", "unavailable"),
+]
+CATALOG = [{"id": id_, "meaning": meaning, "status": status} for id_, meaning, status in _CATALOG_ROWS]
+
+STARTER_DEFINITION = {
+    "schema_version": 1,
+    "name": "Service request",
+    "description": "Record a customer's service request and flag urgent complaints.",
+    "page": {"title": "New service request", "description": "Describe what the customer needs.",
+             "columns": 2, "submit_label": "Save request"},
+    "fields": [
+        {"key": "subject", "label": "Subject", "type": "text", "required": True},
+        {"key": "category", "label": "Category", "type": "select", "required": True,
+         "options": ["question", "repair", "complaint"]},
+        {"key": "priority", "label": "Priority", "type": "select", "required": False,
+         "options": ["normal", "high"]},
+        {"key": "due_date", "label": "Due date", "type": "date", "required": False},
+        {"key": "details", "label": "Details", "type": "textarea", "required": False},
+    ],
+    "table_columns": ["subject", "category", "priority", "due_date"],
+    "workflow": {"trigger": "form.submitted", "rules": [
+        {"name": "Complaints are high priority",
+         "when": {"field": "category", "operator": "equals", "value": "complaint"},
+         "then": {"field": "priority", "value": "high"}},
+    ]},
+}
+
 
 # A weekly-rotation rule draft (document 2's rule definition) with placeholder assignees.
 AUTOMATION_PREVIEW_EXAMPLE = {

@@ -7,7 +7,7 @@ from sqlalchemy.exc import IntegrityError
 from core.api import ApiError
 from core.db import db
 from studio.apps import get_version
-from studio.definition import LIMITS
+from studio.catalog import LIMITS
 from studio.engine import input_digest, run_rules
 from studio.models import StudioApp, StudioRecord
 

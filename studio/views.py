@@ -10,7 +10,7 @@ from core.db import db
 from desk.sessions import admin_console_required, current_member
 from studio import apps, records
 from studio.charts import chart_summaries
-from studio.definition import PUBLISH_PERMISSIONS, STARTER_DEFINITION
+from studio.catalog import PUBLISH_PERMISSIONS, STARTER_DEFINITION
 from studio.forms import form_to_input, parse_definition_text
 from studio.svg import chart_figure
 from studio.templates_market import LICENSE, ORIGIN, TEMPLATES, find_template

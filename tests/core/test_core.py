@@ -91,3 +91,11 @@ def test_egress_knobs_are_logged_as_warnings(caplog):
 
     warn_about_egress_knobs({"EGRESS_ALLOW_CIDRS": "127.0.0.0/8", "EGRESS_PORT": 8443})
     assert "EGRESS_ALLOW_CIDRS" in caplog.text and "EGRESS_PORT" in caplog.text
+
+
+@pytest.mark.parametrize("value,text", [(9300.0, "9,300"), (2.5, "2.5"), (3.333, "3.33"), (-1.0, "-1"),
+                                        (7, "7"), ("x", "x")])
+def test_numbers_are_shown_with_at_most_two_decimals(value, text):
+    from core.web import format_number
+
+    assert format_number(value) == text

@@ -3,7 +3,7 @@ import copy
 
 import pytest
 
-from studio.definition import PUBLISH_PERMISSIONS
+from studio.catalog import PUBLISH_PERMISSIONS
 
 ORIGIN = {"Origin": "http://localhost"}
 

@@ -8,7 +8,7 @@ from core.audit import AuditEntry
 from core.db import db
 from desk.handoff import issue_link_token
 from desk.sessions import ASSISTANT, IMPERSONATION
-from studio.definition import CAPABILITY_VERSION, PUBLISH_PERMISSIONS, STARTER_DEFINITION
+from studio.catalog import CAPABILITY_VERSION, PUBLISH_PERMISSIONS, STARTER_DEFINITION
 from studio.models import StudioApp, StudioRecord, StudioVersion
 from tests.conftest import login, seat
 from tests.studio.conftest import ORIGIN, ConsoleApi, sample_definition

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import func, select
 
 from core.db import db
-from studio.definition import PUBLISH_PERMISSIONS
+from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioRecord
 from tests.conftest import login
 from tests.studio.conftest import ORIGIN

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.api import ApiError
-from studio.definition import (CAPABILITY_VERSION, CATALOG, FIELD_TYPES, JS_WHITESPACE, LIMITS, OPERATORS,
-                               PUBLISH_PERMISSIONS, STARTER_DEFINITION, capability_manifest, definition_hash,
-                               field_map, validate_definition)
+from studio.catalog import (CAPABILITY_VERSION, CATALOG, FIELD_TYPES, LIMITS, OPERATORS, PUBLISH_PERMISSIONS,
+                            STARTER_DEFINITION)
+from studio.definition import JS_WHITESPACE, capability_manifest, definition_hash, field_map, validate_definition
 
 INVALID = "invalid_definition"
 MISSING = "required_field_missing"
