@@ -2,7 +2,7 @@
 import json
 import uuid
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from core.api import ApiError
@@ -16,6 +16,13 @@ from studio.svg import chart_figure
 from studio.templates_market import LICENSE, ORIGIN, TEMPLATES, find_template
 
 bp = Blueprint("studio", __name__)
+
+
+@bp.before_request
+def extensions_switch():
+    """The platform switch closes the studio pages too."""
+    if not current_app.config["EXTENSIONS_ENABLED"]:
+        raise ApiError("extensions_disabled", 503)
 
 
 def _app_url(found, version: int | None = None, anchor: str | None = None) -> str:
@@ -181,17 +188,24 @@ def disable(app_id: uuid.UUID):
 def submit_record(app_id: uuid.UUID):
     """Submit the live version's form; a double submit replays the same record."""
     found = apps.get_app(current_member().tenant_id, app_id)
-    version = apps.get_version(found, found.active_version or 0) if found.active_version else None
     try:
-        if version is None:
+        if not found.enabled or found.active_version is None:
             raise ApiError("extension_not_active", 409)
-        key = uuid.UUID(request.form.get("idempotency_key", ""))
+        version = apps.get_version(found, found.active_version)
         _, replayed = records.create_record(found, current_user.id, version.version,
-                                            form_to_input(version.definition, request.form), key)
-    except (ApiError, ValueError) as err:
+                                            form_to_input(version.definition, request.form),
+                                            _form_key(request.form.get("idempotency_key", "")))
+    except ApiError as err:
         db.session.rollback()
-        return _render_app(found, status=422, record_error=err if isinstance(err, ApiError) else
-                           ApiError("invalid_idempotency_key"), record_form=request.form)
+        return _render_app(found, status=422, record_error=err, record_form=request.form)
     db.session.commit()
     flash("This submission was already saved." if replayed else "Record saved.", "ok")
     return redirect(_app_url(found, anchor="ledger"))
+
+
+def _form_key(text: str) -> uuid.UUID:
+    """The idempotency key the record form was rendered with."""
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        raise ApiError("invalid_idempotency_key", 400) from None

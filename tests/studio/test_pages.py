@@ -202,3 +202,18 @@ def test_foreign_app_page_is_not_found(app, admin_client, other_tenant):
     db.session.add(other)
     db.session.commit()
     assert admin_client.get(f"/extensions/{other.id}").status_code == 404
+
+
+def test_switched_off_extensions_close_the_pages(app, admin_client):
+    app.config["EXTENSIONS_ENABLED"] = False
+    try:
+        response = admin_client.get("/extensions")
+        assert response.status_code == 503 and "switched off" in _text(response)
+    finally:
+        app.config["EXTENSIONS_ENABLED"] = True
+
+
+def test_record_form_with_a_tampered_key_is_refused(admin_client, live_app):
+    response = _form(admin_client, f"/extensions/{live_app}/records", {"f_title": "x", "idempotency_key": "nope"})
+    assert response.status_code == 422 and "invalid_idempotency_key" in _text(response)
+    assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 0
