@@ -42,6 +42,12 @@ def _version_number(value: object) -> int:
     return value
 
 
+def _version_created(version) -> tuple:
+    """201 with the saved version's identifiers, validated definition and hash."""
+    return ok({"extension_id": str(version.app_id), "version": version.version,
+               "definition": version.definition, "definition_hash": version.definition_hash}, 201)
+
+
 def _tenant_app(app_id: uuid.UUID):
     """The session tenant's application."""
     return apps.get_app(current_member().tenant_id, app_id)
@@ -69,8 +75,7 @@ def create():
     body = _body(("definition",), ("definition",))
     version = apps.create_app(current_member().tenant_id, current_user.id, body["definition"])
     db.session.commit()
-    return ok({"extension_id": str(version.app_id), "version": version.version,
-               "definition": version.definition, "definition_hash": version.definition_hash}, 201)
+    return _version_created(version)
 
 
 @bp.get("/<uuid:app_id>")
@@ -96,8 +101,7 @@ def new_version(app_id: uuid.UUID):
     body = _body(("definition",), ("definition",))
     version = apps.add_version(found, current_user.id, body["definition"])
     db.session.commit()
-    return ok({"extension_id": str(found.id), "version": version.version,
-               "definition": version.definition, "definition_hash": version.definition_hash}, 201)
+    return _version_created(version)
 
 
 @bp.post("/<uuid:app_id>/simulate")

@@ -29,7 +29,6 @@ Decisions (where the spec leaves room):
   them; absent optional sections never appear in the output.
 - An action of one kind carrying another kind's property is refused at that property's path.
 """
-import datetime
 import hashlib
 import json
 import math
@@ -38,13 +37,13 @@ from typing import NoReturn
 
 from core.api import ApiError
 from studio.catalog import FIELD_TYPES, LIMITS, OPERATORS
+from studio.engine import is_calendar_date, utf16_units
 
 INVALID = "invalid_definition"
 MISSING = "required_field_missing"
 
 
 KEY_RE = re.compile(r"[a-z][a-z0-9_]{0,31}", re.ASCII)  # used with fullmatch: no trailing newline
-DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 RESERVED_KEYS = frozenset({"id", "tenant_id", "constructor", "prototype", "__proto__"})
 RESERVED_LABEL = "无法判断"
 # What JavaScript's String.prototype.trim removes, so lengths match the console's count.
@@ -166,18 +165,13 @@ def _boolean(value: object, path: str) -> bool:
     return value
 
 
-def _units(value: str) -> int:
-    """Length as JavaScript counts it (UTF-16 code units); callers have refused lone surrogates."""
-    return len(value.encode("utf-16-le")) // 2
-
-
 def _text(value: object, path: str, limit: int, multiline: bool = False) -> str:
     """A trimmed, non-empty text of at most `limit` UTF-16 units without control characters."""
     if not isinstance(value, str):
         _fail(path)
     trimmed = value.strip(JS_WHITESPACE)
     if not trimmed or (MULTI_LINE_BAD if multiline else SINGLE_LINE_BAD).search(trimmed) \
-            or _units(trimmed) > limit:
+            or utf16_units(trimmed) > limit:
         _fail(path)
     return trimmed
 
@@ -186,7 +180,7 @@ def _raw_text(value: object, path: str, limit: int, multiline: bool) -> str:
     """A non-blank string kept exactly as written (rule constants, script source)."""
     if not isinstance(value, str) or not value.strip(JS_WHITESPACE):
         _fail(path)
-    if (MULTI_LINE_BAD if multiline else SINGLE_LINE_BAD).search(value) or _units(value) > limit:
+    if (MULTI_LINE_BAD if multiline else SINGLE_LINE_BAD).search(value) or utf16_units(value) > limit:
         _fail(path)
     return value
 
@@ -342,11 +336,7 @@ def _constant(value: object, path: str, field: dict):
 
 def _date(value: object, path: str) -> str:
     """A YYYY-MM-DD string naming a real calendar day."""
-    if not isinstance(value, str) or not DATE_RE.fullmatch(value):
-        _fail(path)
-    try:
-        datetime.date.fromisoformat(value)
-    except ValueError:
+    if not is_calendar_date(value):
         _fail(path)
     return value
 

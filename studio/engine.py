@@ -23,10 +23,11 @@ import math
 import re
 
 from core.api import ApiError
+from studio.catalog import LIMITS
 
-TEXT_MAX = 200
-TEXTAREA_MAX = 2_000
-NUMBER_MAX = 1e12
+TEXT_MAX = LIMITS["text_value_chars"]
+TEXTAREA_MAX = LIMITS["textarea_value_chars"]
+NUMBER_MAX = LIMITS["number_abs_max"]
 DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)  # fullmatch: no trailing newline slips by
 
 
@@ -73,10 +74,15 @@ def _is_provided(field: dict, value: object) -> bool:
     return True
 
 
+def utf16_units(value: str) -> int:
+    """Length as JavaScript counts it (UTF-16 code units); raises on a lone surrogate."""
+    return len(value.encode("utf-16-le")) // 2
+
+
 def _fits(value: str, limit: int) -> bool:
-    """At most `limit` UTF-16 code units, as JavaScript counts; a lone surrogate never fits."""
+    """At most `limit` UTF-16 code units; a lone surrogate never fits."""
     try:
-        return len(value.encode("utf-16-le")) // 2 <= limit
+        return utf16_units(value) <= limit
     except UnicodeEncodeError:
         return False
 
@@ -106,8 +112,8 @@ def _is_number(field: dict, value: object) -> bool:
     return _kind(value) is float and math.isfinite(value) and abs(value) <= NUMBER_MAX
 
 
-def _is_date(field: dict, value: object) -> bool:
-    """A YYYY-MM-DD string naming a real calendar day."""
+def is_calendar_date(value: object) -> bool:
+    """A YYYY-MM-DD string naming a real calendar day (no time, no zone)."""
     if not isinstance(value, str) or not DATE_RE.fullmatch(value):
         return False
     try:
@@ -131,7 +137,7 @@ VALUE_CHECKS = {
     "text": _is_text,
     "textarea": _is_textarea,
     "number": _is_number,
-    "date": _is_date,
+    "date": lambda field, value: is_calendar_date(value),
     "select": _is_option,
     "checkbox": _is_boolean,
 }
@@ -156,7 +162,7 @@ def _condition_matches(when: dict, snapshot: dict) -> bool:
     """Whether one condition holds on the snapshot; an unfilled field never matches."""
     if when["field"] not in snapshot:
         return False
-    return OPERATORS[when["operator"]](snapshot[when["field"]], when["value"])
+    return MATCHERS[when["operator"]](snapshot[when["field"]], when["value"])
 
 
 def _equal(a: object, b: object) -> bool:
@@ -174,7 +180,7 @@ def _strings(a: object, b: object) -> bool:
     return isinstance(a, str) and isinstance(b, str)
 
 
-OPERATORS = {
+MATCHERS = {
     "equals": _equal,
     "not_equals": lambda a, b: not _equal(a, b),
     "gte": lambda a, b: _numbers(a, b) and a >= b,
