@@ -46,3 +46,33 @@ def test_create_edit_simulate_publish_submit_and_see_ledger_and_chart(page, live
     expect(ledger).to_contain_text("high")
     expect(page.get_by_role("img", name="Requests by priority")).to_be_visible()
     expect(page.get_by_role("link", name="Studio apps").first).to_be_visible()
+
+
+def test_publishing_works_by_keyboard_alone(page, live_server, admin, api, draft_app):
+    api.simulate(draft_app)
+    _log_in(page, live_server, admin.user.email)
+    page.goto(f"{live_server}/extensions/{draft_app}")
+    opener = page.get_by_role("button", name="Publish v1…")
+    opener.focus()
+    page.keyboard.press("Enter")
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    opener.focus()
+    page.keyboard.press("Enter")
+    dialog.get_by_label("I confirm these permissions").focus()
+    page.keyboard.press("Space")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.get_by_text("Version 1 is live.")).to_be_visible()
+
+
+def test_publish_needs_the_confirmation_box_in_the_browser(page, live_server, admin, api, draft_app):
+    api.simulate(draft_app)
+    _log_in(page, live_server, admin.user.email)
+    page.goto(f"{live_server}/extensions/{draft_app}")
+    page.get_by_role("button", name="Publish v1…").click()
+    page.get_by_role("dialog").get_by_role("button", name="Publish").click()
+    expect(page.get_by_role("dialog")).to_be_visible()  # the browser refuses the unticked required box
+    expect(page.get_by_text("Version 1 is live.")).to_have_count(0)
