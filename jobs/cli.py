@@ -1,7 +1,7 @@
 """`flask jobs worker|runner|cron`: long-running processes inside the app context."""
 import click
 from flask.cli import AppGroup
-from rq import Worker
+from rq import SimpleWorker, Worker
 from rq.cron import CronScheduler
 
 from core.redis import get_redis
@@ -21,8 +21,14 @@ def worker(burst: bool):
 @jobs_cli.command("runner")
 @click.option("--burst", is_flag=True, help="Stop when the queue is empty.")
 def runner(burst: bool):
-    """Script runner: serves only the `scripts` queue, one task at a time."""
-    Worker(list(RUNNER_QUEUES), connection=get_redis()).work(burst=burst)
+    """Script runner: serves only `scripts`, one task at a time, through its sandbox process."""
+    from studio.runner import sandbox
+
+    sandbox().process()  # start the sandbox before the first task arrives
+    try:
+        SimpleWorker(list(RUNNER_QUEUES), connection=get_redis()).work(burst=burst)
+    finally:
+        sandbox().close()
 
 
 @jobs_cli.command("cron")

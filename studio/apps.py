@@ -12,6 +12,7 @@ from desk.models import User
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS
 from studio.definition import definition_hash, validate_definition
 from studio.engine import run_rules
+from studio.scripts import run_code
 from studio.models import StudioApp, StudioTenantUsage, StudioVersion
 
 LIST_LIMIT = 20
@@ -125,6 +126,7 @@ def simulate(found: StudioApp, actor_id: uuid.UUID | None, version_no: int, raw_
     """Run the rules of a version on sample input; mark it simulated; store no record or input."""
     version = get_version(found, version_no)
     result = run_rules(version.definition, raw_input)
+    result["data"] = run_code(found.tenant_id, version.definition, result["data"])
     version.simulated = True
     audit.record(found.tenant_id, actor_id, "studio.simulated", f"studio_app:{found.id}",
                  {"version": version_no, "matched_rules": sum(t["matched"] for t in result["trace"])})

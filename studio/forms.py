@@ -3,6 +3,8 @@ import json
 
 from werkzeug.datastructures import MultiDict
 
+from core.api import ApiError
+
 
 def _number(text: str):
     """A number typed into a form; unparseable text is passed on for the engine to refuse."""
@@ -34,3 +36,19 @@ def parse_definition_text(text: str) -> object:
         return json.loads(text)
     except ValueError:
         return None
+
+
+def split_script(definition: dict) -> tuple[dict, str]:
+    """The advanced editor's two boxes: the definition without `code`, and the script source."""
+    rest = {key: value for key, value in definition.items() if key != "code"}
+    return rest, definition.get("code", {}).get("source", "")
+
+
+def with_script(raw: object, script: str) -> object:
+    """Put the script box's source into the definition (browsers post CRLF line breaks)."""
+    source = script.replace("\r\n", "\n")
+    if not source.strip() or not isinstance(raw, dict):
+        return raw
+    if "code" in raw:
+        raise ApiError("invalid_definition", 400, detail="code")
+    return {**raw, "code": {"language": "javascript", "source": source}}

@@ -9,6 +9,7 @@ from core.db import db
 from studio.apps import get_version
 from studio.catalog import LIMITS
 from studio.engine import input_digest, run_rules
+from studio.scripts import run_code
 from studio.models import StudioApp, StudioRecord
 
 LEDGER_LIMIT = 100
@@ -43,7 +44,9 @@ def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int,
     existing = _find_by_key(found, key)
     if existing is not None:
         return _replay(existing, digest)
-    result = run_rules(get_version(found, version_no).definition, raw_input)
+    definition = get_version(found, version_no).definition
+    result = run_rules(definition, raw_input)
+    result["data"] = run_code(found.tenant_id, definition, result["data"])
     try:
         with db.session.begin_nested():
             counted = db.session.execute(update(StudioApp).where(

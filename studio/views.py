@@ -11,7 +11,7 @@ from desk.sessions import admin_console_required, current_member
 from studio import apps, records
 from studio.charts import chart_summaries
 from studio.catalog import PUBLISH_PERMISSIONS, STARTER_DEFINITION
-from studio.forms import form_to_input, parse_definition_text
+from studio.forms import form_to_input, parse_definition_text, split_script, with_script
 from studio.svg import chart_figure
 from studio.templates_market import LICENSE, ORIGIN, TEMPLATES, find_template
 
@@ -85,11 +85,13 @@ def _page_context(found, selected: int | None) -> dict:
     definitions = {v.version: v.definition for v in versions}
     summaries = chart_summaries(found.tenant_id, found.id, definitions)
     live_version = next((v for v in versions if v.version == found.active_version), None)
+    definition, script = split_script(current.definition)
     return {"app": found, "versions": versions, "current": current, "ledger": live,
             "authors": apps.author_emails(versions),
             "live_version": live_version, "permissions": PUBLISH_PERMISSIONS,
             "figures": [chart_figure(s) for s in summaries.get(str(current.version), [])],
-            "editor_text": json.dumps(current.definition, ensure_ascii=False, indent=2),
+            "editor_text": json.dumps(definition, ensure_ascii=False, indent=2),
+            "script_text": script,
             "idempotency_key": uuid.uuid4()}
 
 
@@ -110,17 +112,17 @@ def app_page(app_id: uuid.UUID):
 @bp.post("/extensions/<uuid:app_id>/versions")
 @admin_console_required
 def save_version(app_id: uuid.UUID):
-    """Save the advanced editor's JSON as a new draft version."""
+    """Save the advanced editor's JSON and script as a new draft version."""
     found = apps.get_app(current_member().tenant_id, app_id)
-    text = request.form.get("definition", "")
+    text, script = request.form.get("definition", ""), request.form.get("script", "")
     raw = parse_definition_text(text)
     try:
         if raw is None:
             raise ApiError("invalid_json", 400, detail="the text is not valid JSON")
-        version = apps.add_version(found, current_user.id, raw)
+        version = apps.add_version(found, current_user.id, with_script(raw, script))
     except ApiError as err:
         db.session.rollback()
-        return _render_app(found, status=422, editor_text=text, editor_error=err)
+        return _render_app(found, status=422, editor_text=text, script_text=script, editor_error=err)
     db.session.commit()
     flash(f"Saved version {version.version} as a draft. Simulate it before publishing.", "ok")
     return redirect(_app_url(found, version.version))

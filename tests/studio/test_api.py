@@ -247,10 +247,22 @@ def test_publish_with_a_stale_expected_version_is_a_conflict(api, live_app):
     assert api.publish(live_app, version=2, expected=1).status_code == 200
 
 
-def test_publish_of_a_version_with_code_needs_code_confirmation(api):
+def test_publish_of_a_version_with_code_needs_code_confirmation(api, runner):
+    app_id = api.create(sample_definition(code={"language": "javascript", "source": "return {};"}))
+    assert api.simulate(app_id).status_code == 200
+    response = api.publish(app_id)
+    assert response.status_code == 400 and code(response) == "code_confirmation_required"
+    assert api.publish(app_id, code_confirmed=True).status_code == 200
+
+
+def test_each_new_version_with_code_needs_its_own_code_confirmation(api, runner):
     app_id = api.create(sample_definition(code={"language": "javascript", "source": "return {};"}))
     api.simulate(app_id)
-    response = api.publish(app_id)
+    assert api.publish(app_id, code_confirmed=True).status_code == 200
+    api.post(f"/{app_id}/versions", {"definition": sample_definition(
+        code={"language": "javascript", "source": "return {amount: 1};"})})
+    assert api.simulate(app_id, version=2).status_code == 200
+    response = api.publish(app_id, version=2, expected=1)
     assert response.status_code == 400 and code(response) == "code_confirmation_required"
 
 

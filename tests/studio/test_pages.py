@@ -147,11 +147,54 @@ def test_publish_with_confirmation_goes_live(api, admin_client, draft_app):
     assert db.session.scalar(select(StudioApp.active_version)) == 1
 
 
-def test_code_versions_show_the_script_and_a_separate_confirmation(api, admin_client):
+def test_code_versions_show_the_script_and_a_separate_confirmation(api, admin_client, runner):
     app_id = api.create(sample_definition(code={"language": "javascript", "source": "return {title: 'x'};"}))
-    api.simulate(app_id)
+    assert api.simulate(app_id).status_code == 200
     page = _text(admin_client.get(f"/extensions/{app_id}"))
-    assert "return {title: &#39;x&#39;};" in page and 'name="code_confirmed"' in page
+    dialog = page[page.index("<dialog"):page.index("</dialog>")]
+    assert "return {title: &#39;x&#39;};" in dialog and 'name="code_confirmed"' in dialog
+    assert 'name="confirm_permissions"' in dialog
+
+
+def test_editor_shows_the_script_in_its_own_box(api, admin_client):
+    app_id = api.create(sample_definition(code={"language": "javascript", "source": "return {};"}))
+    page = _text(admin_client.get(f"/extensions/{app_id}"))
+    definition_box = page[page.index('id="definition-editor"'):page.index("</textarea>", page.index('id="definition-editor"'))]
+    script_box = page[page.index('id="script-editor"'):page.index("</textarea>", page.index('id="script-editor"'))]
+    assert "&#34;code&#34;" not in definition_box and "return {};" in script_box
+    assert page.count('class="gutter"') == 2
+
+
+def test_editor_saves_the_script_box_as_the_versions_code(admin_client, draft_app):
+    response = _form(admin_client, f"/extensions/{draft_app}/versions",
+                     {"definition": json.dumps(sample_definition()), "script": "const a = 1;\r\nreturn {amount: a};"})
+    assert response.status_code == 302
+    saved = db.session.scalar(select(StudioVersion.definition).where(StudioVersion.version == 2))
+    assert saved["code"] == {"language": "javascript", "source": "const a = 1;\nreturn {amount: a};"}
+
+
+def test_an_empty_script_box_saves_a_version_without_code(api, admin_client):
+    app_id = api.create(sample_definition(code={"language": "javascript", "source": "return {};"}))
+    _form(admin_client, f"/extensions/{app_id}/versions", {"definition": json.dumps(sample_definition()), "script": " \r\n"})
+    saved = db.session.scalar(select(StudioVersion.definition).where(StudioVersion.version == 2))
+    assert "code" not in saved
+
+
+def test_code_in_both_the_json_and_the_script_box_is_refused(admin_client, draft_app):
+    text = json.dumps(sample_definition(code={"language": "javascript", "source": "return {};"}))
+    response = _form(admin_client, f"/extensions/{draft_app}/versions", {"definition": text, "script": "return {};"})
+    page = _text(response)
+    assert response.status_code == 422 and "invalid_definition" in page and "<code>code</code>" in page
+    assert db.session.scalar(select(func.count()).select_from(StudioVersion)) == 1
+
+
+def test_a_failing_script_names_its_line_in_the_simulation(api, admin_client, runner):
+    app_id = api.create(sample_definition(code={"language": "javascript", "source": "const a = 1;\nnull.boom;"}))
+    response = _form(admin_client, f"/extensions/{app_id}/simulate", {"version": "1", "f_title": "T"},
+                     headers={"HX-Request": "true"})
+    page = _text(response)
+    assert response.status_code == 422 and "The script failed on line 2" in page
+    assert 'data-goto-line="2"' in page
 
 
 def test_record_form_saves_and_the_ledger_shows_table_columns_in_order(admin_client, live_app):

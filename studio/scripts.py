@@ -1,0 +1,101 @@
+"""Running a version's script from a web process: rate limit, hand to the runner, revalidate.
+
+The web process only enqueues the task on the `scripts` queue and waits for the runner's answer
+within the 2-second task bound; nothing here evaluates the script.
+"""
+import json
+import time
+import uuid
+
+from rq.job import Job, JobStatus
+from rq.results import Result
+
+from core.api import ApiError
+from core.limits import hit_fixed_window
+from core.redis import get_redis
+from jobs.queues import SCRIPTS, queue
+from studio.catalog import LIMITS
+from studio.engine import validate_input
+
+TASK_SECONDS = LIMITS["script_task_ms"] / 1000
+STATUS = {"code_timeout": 422, "code_resource_limit": 422, "code_execution_failed": 422,
+          "code_invalid_output": 422, "code_runner_busy": 503, "code_rate_limited": 429}
+
+
+def script_error(code: str, detail: str | None = None, headers: dict | None = None,
+                 **extra) -> ApiError:
+    """A script failure with its documented HTTP status (`extra`: the script's line and message)."""
+    return ApiError(code, STATUS[code], detail=detail, headers=headers,
+                    extra={name: value for name, value in extra.items() if value is not None})
+
+
+def _reserve(tenant_id: uuid.UUID) -> None:
+    """30 executions per tenant per minute across all web processes; failures count too."""
+    window = hit_fixed_window(get_redis(), f"scripts:tenant:{tenant_id}",
+                              LIMITS["script_executions_per_tenant_per_minute"], 60)
+    if not window.allowed:
+        raise script_error("code_rate_limited", headers={"Retry-After": str(window.reset_after)})
+
+
+def _wait_for_result(job: Job, deadline: float) -> Result | None:
+    """Block on the job's result stream until it has an entry or the deadline passes."""
+    remaining_ms = int((deadline - time.monotonic()) * 1000)
+    if remaining_ms > 0:
+        job.connection.xread({Result.get_key(job.id): "0-0"}, block=remaining_ms)
+    return job.latest_result()
+
+
+def _hand_to_runner(source: str, input_json: str) -> dict:
+    """Enqueue the task and wait for the runner's reply within the task bound."""
+    deadline = time.monotonic() + TASK_SECONDS
+    job = queue(SCRIPTS).enqueue("jobs.tasks.run_script", args=(source, input_json), job_timeout=5,
+                                 ttl=int(TASK_SECONDS) + 1, result_ttl=30, failure_ttl=30)
+    try:
+        result = _wait_for_result(job, deadline)
+        if result is None:
+            started = job.get_status(refresh=True) not in (JobStatus.QUEUED, JobStatus.SCHEDULED)
+            if not started:
+                job.cancel()
+            raise script_error("code_timeout" if started else "code_runner_busy",
+                               headers=None if started else {"Retry-After": "1"})
+        if result.type != Result.Type.SUCCESSFUL:
+            raise script_error("code_runner_busy", headers={"Retry-After": "1"})
+        return result.return_value
+    finally:
+        job.delete()  # the payload holds submitted data: do not keep it in Redis
+
+
+def _revalidate(definition: dict, data: dict, output: dict) -> dict:
+    """Merge the script's output into the record and check it like a submission."""
+    declared = {field["key"] for field in definition["fields"]}
+    for key in output:
+        if key not in declared:
+            raise script_error("code_invalid_output", detail=f"output.{key}")
+    merged = dict(data)
+    for key, value in output.items():
+        if value is None:
+            merged.pop(key, None)  # null clears an optional field, like an empty submission
+        else:
+            merged[key] = value
+    try:
+        return validate_input(definition, merged)
+    except ApiError as err:
+        field = (err.detail or "").removeprefix("input.")
+        raise script_error("code_invalid_output", detail=f"output.{field}") from None
+
+
+def run_code(tenant_id: uuid.UUID, definition: dict, data: dict) -> dict:
+    """The record's data after the version's script (unchanged when it has none)."""
+    code = definition.get("code")
+    if code is None:
+        return data
+    input_json = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if len(input_json.encode()) > LIMITS["script_input_bytes"]:
+        raise script_error("code_resource_limit", detail="input")
+    _reserve(tenant_id)
+    reply = _hand_to_runner(code["source"], input_json)
+    if not reply["ok"]:
+        failed = reply["code"] == "code_execution_failed"
+        raise script_error(reply["code"], detail="code.source", line=reply.get("line"),
+                           message=reply.get("message") if failed else None)
+    return _revalidate(definition, data, reply["output"])
