@@ -1,6 +1,7 @@
 """Shared benchmark plumbing: a throwaway app on real services and a rate meter."""
 import atexit
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -38,3 +39,21 @@ def rate(action, seconds: float = 3.0, rounds: int = 3) -> float:
             count += 1
         results.append(count / (time.perf_counter() - start))
     return statistics.median(results)
+
+
+def median_seconds(action, rounds: int = 15) -> float:
+    """Median wall time of `action`."""
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def logged_in(app, email: str, password: str):
+    """A test client logged in through the real form."""
+    client = app.test_client()
+    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', client.get("/login").get_data(as_text=True))
+    client.post("/login", data={"email": email, "password": password, "csrf_token": token.group(1)})
+    return client

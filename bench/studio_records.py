@@ -4,14 +4,11 @@ Run: .venv/bin/python -m bench.studio_records
 Targets (issue 3): submissions >= 0.4 x the /healthz rate; chart summary <= 5 x a count(*) query.
 """
 import logging
-import re
-import statistics
-import time
 import uuid
 
 from sqlalchemy import func, select
 
-from bench.common import bench_app, rate
+from bench.common import bench_app, logged_in, median_seconds, rate
 from core.db import db
 from desk.tenancy import add_member, create_tenant
 from studio.apps import create_app, get_app, publish, simulate
@@ -51,31 +48,12 @@ def _live_app(app):
         return tenant.id, found.id
 
 
-def _logged_in(app):
-    """A test client logged in through the real form."""
-    client = app.test_client()
-    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', client.get("/login").get_data(as_text=True))
-    client.post("/login", data={"email": "bench@bench.example", "password": "bench-password",
-                                "csrf_token": token.group(1)})
-    return client
-
-
-def _median_seconds(action, rounds: int = 15) -> float:
-    """Median wall time of `action`."""
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def main() -> None:
     """Print both comparisons."""
     logging.disable(logging.INFO)
     app = bench_app()
     tenant_id, app_id = _live_app(app)
-    client = _logged_in(app)
+    client = logged_in(app, "bench@bench.example", "bench-password")
     url = f"/api/extensions/{app_id}/records"
 
     def healthz():
@@ -103,10 +81,10 @@ def _charts(app, tenant_id, app_id) -> None:
             data={**SAMPLE, "n1": n % 17, "kind": "abc"[n % 3], "day": f"2026-{1 + n % 12:02d}-{1 + n % 28:02d}"})
             for n in range(1000 - have))
         db.session.commit()
-        count = _median_seconds(lambda: db.session.scalar(
+        count = median_seconds(lambda: db.session.scalar(
             select(func.count()).select_from(StudioRecord).where(StudioRecord.app_id == app_id)))
-        one = _median_seconds(lambda: chart_summary(tenant_id, app_id, 1, DEFINITION["charts"][0], "select"))
-        both = _median_seconds(lambda: chart_summaries(tenant_id, app_id, {1: DEFINITION}))
+        one = median_seconds(lambda: chart_summary(tenant_id, app_id, 1, DEFINITION["charts"][0], "select"))
+        both = median_seconds(lambda: chart_summaries(tenant_id, app_id, {1: DEFINITION}))
     print(f"SELECT count(*) (1,000 rows)  {count * 1000:9.2f} ms (baseline)")
     print(f"one chart summary (bar, sum)  {one * 1000:9.2f} ms   ratio {one / count:6.3f} (target <= 5)")
     print(f"chart_summaries (2 charts)    {both * 1000:9.2f} ms   ratio {both / count:6.3f}")

@@ -76,3 +76,43 @@ def test_publish_needs_the_confirmation_box_in_the_browser(page, live_server, ad
     page.get_by_role("dialog").get_by_role("button", name="Publish").click()
     expect(page.get_by_role("dialog")).to_be_visible()  # the browser refuses the unticked required box
     expect(page.get_by_text("Version 1 is live.")).to_have_count(0)
+
+
+def test_script_errors_point_at_their_line_and_code_needs_its_own_confirmation(page, live_server, admin,
+                                                                                draft_app, runner):
+    _log_in(page, live_server, admin.user.email)
+    page.goto(f"{live_server}/extensions/{draft_app}")
+    script = page.get_by_label("Script (optional)")
+    script.fill("const doubled = (input.amount ?? 0) * 2;\nreturn {amount: doubled, title: missing};")
+    expect(script.locator("xpath=preceding-sibling::pre[@class='gutter']")).to_have_text("1\n2")
+    page.get_by_role("button", name="Save as new version").click()
+    expect(page.get_by_text("Saved version 2 as a draft")).to_be_visible()
+
+    simulate = page.locator("#simulate-form")
+    simulate.get_by_label("Title").fill("Parcel")
+    simulate.get_by_label("Amount").fill("21")
+    simulate.get_by_role("button", name="Simulate").click()
+    expect(page.locator("#simulation")).to_contain_text("The script failed on line 2")
+    page.get_by_role("button", name="Show line 2 in the script").click()
+    expect(script).to_be_focused()
+    assert script.evaluate("e => e.value.slice(e.selectionStart, e.selectionEnd)") == \
+        "return {amount: doubled, title: missing};"
+
+    script.fill("return {amount: (input.amount ?? 0) * 2};")
+    page.get_by_role("button", name="Save as new version").click()
+    expect(page.get_by_text("Saved version 3 as a draft")).to_be_visible()
+    simulate.get_by_label("Title").fill("Parcel")
+    simulate.get_by_label("Amount").fill("21")
+    simulate.get_by_role("button", name="Simulate").click()
+    expect(page.locator("#simulation")).to_contain_text("Data after rules and script")
+    expect(page.locator("#simulation")).to_contain_text("42")
+
+    page.get_by_role("button", name="Publish v3…").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog.locator("pre.code")).to_have_text("return {amount: (input.amount ?? 0) * 2};")
+    dialog.get_by_label("I confirm these permissions").check()
+    dialog.get_by_role("button", name="Publish").click()
+    expect(dialog).to_be_visible()  # the script box is a separate, required confirmation
+    dialog.get_by_label("I reviewed and confirm this script").check()
+    dialog.get_by_role("button", name="Publish").click()
+    expect(page.get_by_text("Version 3 is live.")).to_be_visible()
