@@ -38,12 +38,17 @@ def _instance_secret(name: str, make) -> str:
     return path.read_text().strip()
 
 
+def _embedded_database() -> str:
+    """The default SQLite file under instance/ (created on a fresh checkout)."""
+    INSTANCE_PATH.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{INSTANCE_PATH / 'studio.db'}"
+
+
 def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
     """Build the Flask config from the environment; `overrides` wins over everything."""
     overrides = overrides or {}
     cfg = {
-        "SQLALCHEMY_DATABASE_URI": environ.get("DATABASE_URL")
-        or f"sqlite:///{INSTANCE_PATH / 'studio.db'}",
+        "SQLALCHEMY_DATABASE_URI": environ.get("DATABASE_URL") or _embedded_database(),
         "REDIS_URL": environ.get("REDIS_URL") or None,
         "MODEL_BASE_URL": environ.get("MODEL_BASE_URL") or None,
         "MODEL_API_KEY": environ.get("MODEL_API_KEY") or None,

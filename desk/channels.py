@@ -16,6 +16,7 @@ from desk.models import Channel, Conversation, Customer, Message
 
 TIMESTAMP_SKEW = 300
 SIGNATURE_RE = re.compile(r"v1=([0-9a-f]{64})")
+TIMESTAMP_RE = re.compile(r"[0-9]{1,12}")  # Unix seconds, ASCII digits only
 INBOUND_BODY_LIMIT = 16 * 1024
 TEXT_LIMIT = 4000
 
@@ -54,7 +55,7 @@ def create_channel(tenant_id: uuid.UUID, name: str) -> tuple[Channel, str]:
 def verify_signature(channel: Channel, timestamp: str | None, signature: str | None,
                      raw_body: bytes, now: float) -> None:
     """Check timestamp skew and the HMAC over `timestamp.body` in constant time."""
-    if not timestamp or not timestamp.isdigit() or abs(now - int(timestamp)) > TIMESTAMP_SKEW:
+    if not timestamp or not TIMESTAMP_RE.fullmatch(timestamp) or abs(now - int(timestamp)) > TIMESTAMP_SKEW:
         raise ApiError("invalid_timestamp", 401)
     match = SIGNATURE_RE.fullmatch(signature or "")
     expected = hmac_sha256_hex(decrypt(channel.secret_encrypted), timestamp.encode() + b"." + raw_body)

@@ -7,6 +7,7 @@ from flask_login import current_user, login_user, logout_user
 from sqlalchemy import select
 
 from core.api import ApiError, wants_json
+from core.guards import SAFE_METHODS, require_same_origin
 from core.db import db
 from desk.models import Member, Tenant, User
 
@@ -79,6 +80,8 @@ def _check(session_types: tuple[str, ...], roles: tuple[str, ...]):
         return redirect(url_for("desk.select_tenant", next=request.path))
     if member.role not in roles:
         raise ApiError("forbidden", 403)
+    if wants_json() and request.method not in SAFE_METHODS:
+        require_same_origin()  # cookie-authenticated JSON: no CSRF token, so the Origin must match
     return None
 
 

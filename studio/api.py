@@ -26,7 +26,7 @@ def extensions_switch():
 def _body(allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
     """The guarded JSON body with only `allowed` properties and every `required` one."""
     body = console_json_body()
-    unknown = sorted(set(body) - set(allowed))
+    unknown = [name for name in body if name not in allowed]
     if unknown:
         raise ApiError("invalid_json", 400, detail=unknown[0])
     missing = [name for name in required if name not in body]

@@ -37,7 +37,8 @@ from typing import NoReturn
 
 from core.api import ApiError
 from studio.catalog import FIELD_TYPES, LIMITS, OPERATORS
-from studio.engine import is_calendar_date, utf16_units
+from studio.engine import is_calendar_date
+from studio.text import JS_WHITESPACE, MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
 
 INVALID = "invalid_definition"
 MISSING = "required_field_missing"
@@ -46,11 +47,6 @@ MISSING = "required_field_missing"
 KEY_RE = re.compile(r"[a-z][a-z0-9_]{0,31}", re.ASCII)  # used with fullmatch: no trailing newline
 RESERVED_KEYS = frozenset({"id", "tenant_id", "constructor", "prototype", "__proto__"})
 RESERVED_LABEL = "无法判断"
-# What JavaScript's String.prototype.trim removes, so lengths match the console's count.
-JS_WHITESPACE = "\t\n\v\f\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
-                "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-SINGLE_LINE_BAD = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-MULTI_LINE_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 NUMBER_MAX = LIMITS["number_abs_max"]
 GROUPABLE_TYPES = ("text", "select", "date", "checkbox")
 CAMPAIGN_TEXT_TYPES = ("text", "textarea", "select")
@@ -178,7 +174,7 @@ def _text(value: object, path: str, limit: int, multiline: bool = False) -> str:
 
 def _raw_text(value: object, path: str, limit: int, multiline: bool) -> str:
     """A non-blank string kept exactly as written (rule constants, script source)."""
-    if not isinstance(value, str) or not value.strip(JS_WHITESPACE):
+    if not isinstance(value, str) or is_blank(value):
         _fail(path)
     if (MULTI_LINE_BAD if multiline else SINGLE_LINE_BAD).search(value) or utf16_units(value) > limit:
         _fail(path)

@@ -5,12 +5,14 @@ Pure functions, no I/O; the definition is already validated and normalized by th
 Decisions:
 - Missing, null or "" means "not provided": on a required field it is `required_field_missing`,
   on an optional field the key is left out of the clean data.
-- A whitespace-only string counts as empty on a required field (`required_field_missing`); on an
+- Whitespace is what JavaScript's trim() removes. A whitespace-only string counts as empty on a required field (`required_field_missing`); on an
   optional field it is `invalid_json` ("a whitespace-only string is not valid non-empty text").
 - A required checkbox must be sent (the form always sends false); `false` satisfies it.
 - Submitted strings are stored exactly as sent (never trimmed), so what rules and the ledger see is
   what the client typed, and the idempotency digest covers the same bytes.
 - Lengths count UTF-16 code units like JavaScript; a string with a lone surrogate is refused.
+- Text refuses control characters (NUL included, which PostgreSQL's JSONB cannot store) like
+  definition texts: single-line text also refuses line breaks and U+2028/U+2029.
 - Unknown keys are reported before field errors; fields are checked in definition order.
 - Rule conditions compare strictly: bool and number are different types, strings never convert.
 - Every operator, not_equals included, fails to match when its field is absent from the snapshot.
@@ -24,6 +26,7 @@ import re
 
 from core.api import ApiError
 from studio.catalog import LIMITS
+from studio.text import MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
 
 TEXT_MAX = LIMITS["text_value_chars"]
 TEXTAREA_MAX = LIMITS["textarea_value_chars"]
@@ -63,7 +66,7 @@ def validate_input(definition: dict, raw_input: object) -> dict:
 def _is_provided(field: dict, value: object) -> bool:
     """Whether a valid value was sent; raises when a required one is empty or any value is invalid."""
     detail = f"input.{field['key']}"
-    if value is None or (isinstance(value, str) and not value.strip()):
+    if value is None or (isinstance(value, str) and is_blank(value)):
         if field["required"]:
             raise ApiError("required_field_missing", 400, detail=detail)
         if value is None or value == "":
@@ -72,11 +75,6 @@ def _is_provided(field: dict, value: object) -> bool:
     if not VALUE_CHECKS[field["type"]](field, value):
         raise ApiError("invalid_json", 400, detail=detail)
     return True
-
-
-def utf16_units(value: str) -> int:
-    """Length as JavaScript counts it (UTF-16 code units); raises on a lone surrogate."""
-    return len(value.encode("utf-16-le")) // 2
 
 
 def _fits(value: str, limit: int) -> bool:
@@ -97,14 +95,13 @@ def _kind(value: object) -> type:
 
 
 def _is_text(field: dict, value: object) -> bool:
-    """A single-line string of at most 200 UTF-16 units."""
-    return isinstance(value, str) and "\n" not in value and "\r" not in value \
-        and _fits(value, TEXT_MAX)
+    """A single-line string of at most 200 UTF-16 units without control characters."""
+    return isinstance(value, str) and not SINGLE_LINE_BAD.search(value) and _fits(value, TEXT_MAX)
 
 
 def _is_textarea(field: dict, value: object) -> bool:
-    """A string of at most 2,000 UTF-16 units; newlines allowed."""
-    return isinstance(value, str) and _fits(value, TEXTAREA_MAX)
+    """A string of at most 2,000 UTF-16 units; tabs and line breaks are its only controls."""
+    return isinstance(value, str) and not MULTI_LINE_BAD.search(value) and _fits(value, TEXTAREA_MAX)
 
 
 def _is_number(field: dict, value: object) -> bool:

@@ -2,18 +2,24 @@
 import contextvars
 import os
 import re
+import subprocess
+import sys
+import time
 import uuid
 
 import pytest
 import redis
 from flask.testing import FlaskClient
 from flask_migrate import upgrade
+from rq import Queue
 from sqlalchemy import text
 
 from app import create_app
+from core.config import PROJECT_ROOT
 from core.db import db
 from desk.models import Member, Tenant
 from desk.tenancy import add_member, create_tenant
+from jobs.queues import SCRIPTS
 
 PASSWORD = "correct-horse-battery"
 CSRF_RE = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"')
@@ -171,3 +177,29 @@ def agent_client(app, agent):
     browser = app.test_client()
     assert login(browser, agent.user.email).status_code == 302
     return browser
+
+
+@pytest.fixture(scope="session")
+def runner(app_config):
+    """A real `flask jobs runner` process (its own sandbox) serving the test Redis."""
+    env = {**os.environ, "DATABASE_URL": app_config["SQLALCHEMY_DATABASE_URI"],
+           "REDIS_URL": app_config["REDIS_URL"], "SECRET_KEY": app_config["SECRET_KEY"],
+           "ENCRYPTION_KEY": app_config["ENCRYPTION_KEY"]}
+    process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "jobs", "runner"],
+                               cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    _wait_until_serving(app_config["REDIS_URL"])
+    yield process
+    process.terminate()
+    process.wait(timeout=20)
+
+
+def _wait_until_serving(redis_url: str) -> None:
+    """Block until the runner answers a trivial task (it imports the app first)."""
+    job = Queue(SCRIPTS, connection=redis.Redis.from_url(redis_url)).enqueue(
+        "jobs.tasks.run_script", args=("return {};", "{}"))
+    for _ in range(300):
+        if job.get_status(refresh=True) == "finished":
+            return
+        time.sleep(0.1)
+    raise RuntimeError("the script runner did not start")

@@ -5,7 +5,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 from werkzeug.serving import make_server
 
-from tests.studio.conftest import api, draft_app, runner  # noqa: F401  the studio fixtures, shared here
+from tests.studio.conftest import api, draft_app  # noqa: F401  the studio fixtures, shared here
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -25,6 +25,11 @@ def guarded_app(app_config):
     def echo():
         return ok({"echo": console_json_body()}, 201)
 
+    @bp.post("/bodyless")
+    @admin_console_required
+    def bodyless():
+        return ok({"done": True})
+
     @bp.get("/boom")
     def boom():
         raise RuntimeError("internal detail that must not leak")
@@ -64,6 +69,12 @@ def test_every_json_response_gets_a_fresh_request_id(api):
 def test_post_without_origin_is_forbidden(api):
     response = api.post("/api/extensions/_echo", json={"a": 1})
     assert response.status_code == 403 and _error(response) == "forbidden"
+
+
+def test_guarded_post_that_reads_no_body_still_needs_the_origin(api):
+    assert api.post("/api/extensions/_echo/bodyless").status_code == 403
+    assert api.post("/api/extensions/_echo/bodyless", headers={"Origin": "http://evil.example"}).status_code == 403
+    assert api.post("/api/extensions/_echo/bodyless", headers=ORIGIN).status_code == 200
 
 
 @pytest.mark.parametrize("origin", ["http://evil.example", "https://localhost", "http://localhost:8080",

@@ -82,6 +82,13 @@ def test_timestamp_outside_five_minutes_is_refused(client, channel, skew):
     assert _count(Message) == 0
 
 
+@pytest.mark.parametrize("timestamp", ["9" * 5000, "-1", "1e9", "١٧٠٠٠٠٠٠٠٠", " 1700000000", ""])
+def test_malformed_timestamp_is_refused_not_a_server_error(client, channel, timestamp):
+    response = send(client, channel, payload(), timestamp=timestamp)
+    assert response.status_code == 401
+    assert response.get_json()["error"]["code"] == "invalid_timestamp"
+
+
 def test_timestamp_within_five_minutes_is_accepted(client, channel):
     assert send(client, channel, payload(), timestamp=int(time.time()) - 290).status_code == 201
 

@@ -1,13 +1,8 @@
 """Studio fixtures: a console API client and applications in each state."""
 import copy
-import os
-import subprocess
-import sys
-import time
 
 import pytest
 
-from core.config import PROJECT_ROOT
 from studio.catalog import PUBLISH_PERMISSIONS
 
 ORIGIN = {"Origin": "http://localhost"}
@@ -82,32 +77,3 @@ def live_app(api, draft_app) -> str:
     assert api.simulate(draft_app).status_code == 200
     assert api.publish(draft_app).status_code == 200
     return draft_app
-
-
-@pytest.fixture(scope="session")
-def runner(app_config):
-    """A real `flask jobs runner` process (its own sandbox) serving the test Redis."""
-    env = {**os.environ, "DATABASE_URL": app_config["SQLALCHEMY_DATABASE_URI"],
-           "REDIS_URL": app_config["REDIS_URL"], "SECRET_KEY": app_config["SECRET_KEY"],
-           "ENCRYPTION_KEY": app_config["ENCRYPTION_KEY"]}
-    process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "jobs", "runner"],
-                               cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    _wait_until_serving(app_config["REDIS_URL"])
-    yield process
-    process.terminate()
-    process.wait(timeout=20)
-
-
-def _wait_until_serving(redis_url: str) -> None:
-    """Block until the runner answers a trivial task (it imports the app first)."""
-    from redis import Redis
-    from rq import Queue
-
-    job = Queue("scripts", connection=Redis.from_url(redis_url)).enqueue(
-        "jobs.tasks.run_script", args=("return {};", "{}"))
-    for _ in range(300):
-        if job.get_status(refresh=True) == "finished":
-            return
-        time.sleep(0.1)
-    raise RuntimeError("the script runner did not start")

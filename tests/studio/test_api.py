@@ -1,4 +1,5 @@
 """The Studio console JSON API: every endpoint, status and error code."""
+import json
 import uuid
 
 import pytest
@@ -306,6 +307,26 @@ def test_record_of_the_live_version_is_saved_after_rules(api, live_app):
     assert data["external_effects"] is False and data["trace"][0]["matched"] is True
     stored = db.session.get(StudioRecord, uuid.UUID(data["record_id"]))
     assert stored.data == data["data"] and stored.version == 1
+
+
+@pytest.mark.parametrize("data", [{"title": "nul \x00 byte"}, {"title": "T", "priority": "low", "amount": 1,
+                                                              "due": "2026-01-01", "urgent": False, "title2": 1}])
+def test_record_with_a_nul_byte_or_unknown_key_is_refused_not_a_server_error(api, live_app, data):
+    response = api.post(f"/{live_app}/records", record_body(data=data))
+    assert response.status_code == 400 and code(response) == "invalid_json"
+    assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 0
+
+
+def test_unknown_request_properties_are_named_in_the_order_sent(api, live_app):
+    raw = json.dumps({**record_body(), "zeta": 1, "alpha": 2})  # the test client's json= sorts keys
+    response = api.client.post(f"/api/extensions/{live_app}/records", data=raw,
+                               content_type="application/json", headers=ORIGIN)
+    assert response.get_json()["error"]["detail"] == "zeta"
+
+
+def test_origin_is_checked_before_the_application_is_looked_up(api):
+    response = api.client.post(f"/api/extensions/{uuid.uuid4()}/records", json=record_body())
+    assert response.status_code == 403 and code(response) == "forbidden"
 
 
 def test_record_of_a_draft_app_is_refused(api, draft_app):

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from core.api import ApiError
 from studio.catalog import (CAPABILITY_VERSION, CATALOG, FIELD_TYPES, LIMITS, OPERATORS, PUBLISH_PERMISSIONS,
                             STARTER_DEFINITION)
-from studio.definition import JS_WHITESPACE, capability_manifest, definition_hash, field_map, validate_definition
+from studio.definition import capability_manifest, definition_hash, field_map, validate_definition
+from studio.text import JS_WHITESPACE
 
 INVALID = "invalid_definition"
 MISSING = "required_field_missing"

@@ -305,6 +305,25 @@ def test_newline_in_text_is_refused(value):
     assert refused({"title": value}) == ("invalid_json", "input.title")
 
 
+@pytest.mark.parametrize("value", ["a\x00b", "a\x0bb", "a\x1bb", "a\x85b", "a\u2028b", "a\u2029b", "a\x7fb"])
+def test_control_characters_in_text_are_refused(value):
+    assert refused({"title": value}) == ("invalid_json", "input.title")
+
+
+@pytest.mark.parametrize("value", ["a\x00b", "a\x0bb", "a\x1bb", "a\x85b", "a\x7fb"])
+def test_control_characters_in_textarea_are_refused(value):
+    assert refused({"title": "T", "note": value}) == ("invalid_json", "input.note")
+
+
+def test_tab_and_line_breaks_are_the_controls_a_textarea_takes():
+    assert accepted({"note": "a\tb\nc\r\nd\u2028e"})["note"] == "a\tb\nc\r\nd\u2028e"
+
+
+@pytest.mark.parametrize("value", ["\ufeff", "\u3000", "\xa0 \u2028"])
+def test_javascript_whitespace_alone_is_not_a_filled_required_text(value):
+    assert refused({"title": value}) == ("required_field_missing", "input.title")
+
+
 def test_newline_in_textarea_is_accepted():
     assert accepted({"note": "one\ntwo\r\nthree"})["note"] == "one\ntwo\r\nthree"
 

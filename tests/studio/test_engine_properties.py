@@ -6,14 +6,16 @@ from core.api import ApiError
 from studio.definition import validate_definition
 from studio.engine import run_rules, validate_input
 from studio.templates_market import TEMPLATES
+from studio.text import is_blank
 
 DEFINITIONS = [validate_definition(t["definition"]) for t in TEMPLATES]
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**13, 10**13), st.floats(allow_nan=True),
                     st.text(max_size=30), st.sampled_from(["2026-02-28", "2026-02-30", "high", "billing", "", " "]))
 JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
                                                                                          max_size=3), max_leaves=6)
-LINE_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"),
-                    min_size=1, max_size=40).filter(str.strip)
+# What a person types on one line: no surrogates, controls or line/paragraph separators.
+LINE_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")),
+                    min_size=1, max_size=40).filter(lambda text: not is_blank(text))
 
 
 def _valid_value(field: dict):

@@ -260,3 +260,14 @@ def test_record_form_with_a_tampered_key_is_refused(admin_client, live_app):
     response = _form(admin_client, f"/extensions/{live_app}/records", {"f_title": "x", "idempotency_key": "nope"})
     assert response.status_code == 422 and "invalid_idempotency_key" in _text(response)
     assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 0
+
+
+def test_ledger_shows_checkboxes_as_yes_or_no_and_numbers_readably(api, admin_client):
+    app_id = api.create(sample_definition(table_columns=["title", "urgent", "amount"]))
+    api.simulate(app_id)
+    api.publish(app_id)
+    for data in ({"title": "A", "urgent": True, "amount": 1234.5}, {"title": "B", "urgent": False}):
+        api.post(f"/{app_id}/records", {"version": 1, "input": data, "idempotency_key": str(uuid.uuid4())})
+    ledger = _text(admin_client.get(f"/extensions/{app_id}")).split('id="ledger"')[1]
+    cells = re.findall(r"<td>([^<]*)</td>", ledger)
+    assert cells[:3] == ["B", "No", ""] and cells[4:7] == ["A", "Yes", "1,234.5"]
