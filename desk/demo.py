@@ -101,10 +101,12 @@ def _seed_conversations(tenant: Tenant, channel_id, agents: list, rng: random.Ra
     for n in range(40):
         started = now - timedelta(days=rng.uniform(0, 60))
         customer_index = n % len(customers)
+        # A customer has one conversation per channel: second conversations were opened by agents.
+        via = channel_id if n < len(customers) else None
         # Chinese-named customers write Chinese, the others English.
         script = SCRIPTS[(n % 8) + (0 if customer_index < 15 else 8)]
         conversation = Conversation(
-            tenant_id=tenant.id, customer_id=customers[customer_index].id, channel_id=channel_id,
+            tenant_id=tenant.id, customer_id=customers[customer_index].id, channel_id=via,
             status=rng.choice(("open", "open", "pending", "resolved")),
             assignee_member_id=rng.choice(agents).id if n % 4 else None, created_at=started)
         db.session.add(conversation)
@@ -116,8 +118,8 @@ def _seed_conversations(tenant: Tenant, channel_id, agents: list, rng: random.Ra
                 tenant_id=tenant.id, conversation_id=conversation.id, text=text, created_at=moment,
                 direction="inbound" if kind == "in" else "outbound",
                 kind="private_note" if kind == "note" else "public",
-                channel_id=channel_id if kind == "in" else None,
-                external_id=f"demo-{conversation.id}-{j}" if kind == "in" else None))
+                channel_id=via if kind == "in" else None,
+                external_id=f"demo-{conversation.id}-{j}" if kind == "in" and via else None))
         conversation.updated_at = conversation.last_activity_at = moment
 
 

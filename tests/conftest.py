@@ -22,6 +22,7 @@ from desk.tenancy import add_member, create_tenant
 from jobs.queues import SCRIPTS
 
 PASSWORD = "correct-horse-battery"
+FLASK = [sys.executable, "-m", "flask", "--app", "app"]  # run with cwd=PROJECT_ROOT, env=process_env()
 CSRF_RE = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"')
 
 
@@ -179,14 +180,18 @@ def agent_client(app, agent):
     return browser
 
 
+def process_env(app_config: dict) -> dict:
+    """The environment of a real process (worker, runner, cron) on the test services."""
+    return {**os.environ, "DATABASE_URL": app_config["SQLALCHEMY_DATABASE_URI"],
+            "REDIS_URL": app_config["REDIS_URL"], "SECRET_KEY": app_config["SECRET_KEY"],
+            "ENCRYPTION_KEY": app_config["ENCRYPTION_KEY"]}
+
+
 @pytest.fixture(scope="session")
 def runner(app_config):
     """A real `flask jobs runner` process (its own sandbox) serving the test Redis."""
-    env = {**os.environ, "DATABASE_URL": app_config["SQLALCHEMY_DATABASE_URI"],
-           "REDIS_URL": app_config["REDIS_URL"], "SECRET_KEY": app_config["SECRET_KEY"],
-           "ENCRYPTION_KEY": app_config["ENCRYPTION_KEY"]}
-    process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "jobs", "runner"],
-                               cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen([*FLASK, "jobs", "runner"], cwd=PROJECT_ROOT,
+                               env=process_env(app_config), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     _wait_until_serving(app_config["REDIS_URL"])
     yield process

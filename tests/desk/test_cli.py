@@ -88,6 +88,14 @@ def test_demo_messages_span_sixty_days_in_chinese_and_english(app):
     assert db.session.scalar(select(func.count()).where(Message.kind == "private_note")) > 0
 
 
+def test_demo_customers_have_at_most_one_conversation_per_channel(app):
+    run(app, "demo", "seed", "--json")
+    pairs = db.session.execute(select(Conversation.customer_id, Conversation.channel_id, func.count())
+                               .where(Conversation.channel_id.is_not(None))
+                               .group_by(Conversation.customer_id, Conversation.channel_id)).all()
+    assert len(pairs) == 60 and max(count for _, _, count in pairs) == 1
+
+
 def test_demo_seed_refuses_to_run_twice(app):
     run(app, "demo", "seed", "--json")
     result = app.test_cli_runner().invoke(args=["demo", "seed", "--json"])

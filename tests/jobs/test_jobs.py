@@ -1,11 +1,16 @@
 """Jobs run through a real RQ SimpleWorker in burst mode against the test Redis."""
+import subprocess
+import time
+
 import pytest
 from rq import Queue, SimpleWorker
 
+from core.config import PROJECT_ROOT
 from core.redis import get_redis
 from desk import events
 from jobs import cron
-from jobs.queues import DEFAULT, EVENTS, enqueue
+from jobs.queues import DEFAULT, EVENTS, SCRIPTS, enqueue
+from tests.conftest import FLASK, process_env
 
 SEEN = "test:events:seen"
 
@@ -84,15 +89,36 @@ def test_a_failing_tick_handler_fails_the_job_but_others_still_run(app, redis_co
 
 def test_flask_jobs_worker_command_runs_jobs_with_the_app_context(app, app_config, redis_conn):
     """The real `flask jobs worker` (forking RQ worker) executes a queued job."""
-    import os
-    import subprocess
-    import sys
-
     job = enqueue("jobs.cron.tick", queue_name=DEFAULT)
-    env = {**os.environ, "DATABASE_URL": app_config["SQLALCHEMY_DATABASE_URI"],
-           "REDIS_URL": app_config["REDIS_URL"], "SECRET_KEY": app_config["SECRET_KEY"],
-           "ENCRYPTION_KEY": app_config["ENCRYPTION_KEY"]}
-    subprocess.run([sys.executable, "-m", "flask", "--app", "app", "jobs", "worker", "--burst"],
-                   env=env, check=True, timeout=120, capture_output=True)
+    subprocess.run([*FLASK, "jobs", "worker", "--burst"], cwd=PROJECT_ROOT, env=process_env(app_config),
+                   check=True, timeout=120, capture_output=True)
     assert job.get_status(refresh=True) == "finished"
     assert redis_conn.get(cron.HEARTBEAT_KEY) is not None
+
+
+def test_flask_jobs_cron_command_enqueues_the_tick(app, app_config, redis_conn):
+    """The real `flask jobs cron` process enqueues the tick at once, then every 15 seconds."""
+    process = subprocess.Popen([*FLASK, "jobs", "cron"], cwd=PROJECT_ROOT, env=process_env(app_config),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        default = Queue(DEFAULT, connection=redis_conn)
+        for _ in range(300):
+            if default.count:
+                break
+            time.sleep(0.1)
+        assert [job.func_name for job in default.get_jobs()] == ["jobs.cron.tick"]
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+    work(redis_conn, DEFAULT)
+    assert redis_conn.get(cron.HEARTBEAT_KEY) is not None
+
+
+def test_flask_jobs_runner_command_serves_only_the_scripts_queue(app, app_config, redis_conn):
+    """The real `flask jobs runner --burst` runs script tasks and leaves other queues alone."""
+    script = Queue(SCRIPTS, connection=redis_conn).enqueue("jobs.tasks.run_script", args=("return {a: 1};", "{}"))
+    other = enqueue("jobs.cron.tick", queue_name=DEFAULT)
+    subprocess.run([*FLASK, "jobs", "runner", "--burst"], cwd=PROJECT_ROOT, env=process_env(app_config),
+                   check=True, timeout=120, capture_output=True)
+    assert script.latest_result().return_value == {"ok": True, "output": {"a": 1}}
+    assert other.get_status(refresh=True) == "queued"

@@ -228,6 +228,21 @@ def test_disable_and_reenable_from_the_page(api, admin_client, live_app):
     assert db.session.scalar(select(StudioApp.enabled)) is True
 
 
+def test_roll_back_to_an_older_version_from_the_page_keeps_records(api, admin_client, live_app):
+    api.post(f"/{live_app}/records", {"version": 1, "input": {"title": "kept"}, "idempotency_key": str(uuid.uuid4())})
+    api.post(f"/{live_app}/versions", {"definition": sample_definition(name="v2")})
+    api.simulate(live_app, version=2)
+    api.publish(live_app, version=2, expected=1)
+    page = _text(admin_client.get(f"/extensions/{live_app}?version=1"))
+    assert "Roll back to v1" in page
+    response = _form(admin_client, f"/extensions/{live_app}/publish",
+                     {"version": "1", "expected_active_version": "2", "confirm_permissions": "on"})
+    assert "Version 1 is live." in _text(admin_client.get(response.headers["Location"]))
+    db.session.expire_all()
+    assert db.session.scalar(select(StudioApp.active_version)) == 1
+    assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 1
+
+
 def test_charts_render_as_svg_for_the_selected_version(api, admin_client):
     charts = [{"key": "by_priority", "title": "Requests by priority", "type": "bar", "group_by": "priority",
                "metric": "count"}]
