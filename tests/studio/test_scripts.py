@@ -14,9 +14,11 @@ from core.db import db
 from core.redis import get_redis
 from jobs.queues import SCRIPTS, queue
 from studio.models import StudioRecord
+from core.api import ApiError
 from core.config import PROJECT_ROOT
 from studio.runner import SANDBOX, Sandbox
 from studio.sandbox import NOBODY
+from studio.scripts import run_code
 from tests.studio.conftest import ConsoleApi, sample_definition
 
 TOTAL = ("const {amount = 0, title} = input;\n"
@@ -60,6 +62,7 @@ def test_es2020_syntax_computes_a_total_and_a_label(box):
     ("return {n: NaN};", "code_invalid_output"),
     ("return new Promise(() => {});", "code_invalid_output"),
     ("return import('os');", "code_invalid_output"),
+    ("import os from 'os'; return {};", "code_execution_failed"),
     ("throw 42;", "code_execution_failed"),
     ("throw {not: 'an error'};", "code_execution_failed"),
     ("throw null;", "code_execution_failed"),
@@ -83,6 +86,7 @@ def test_only_ecmascript_built_ins_are_visible(box):
     names = set(reply["output"]["names"].split(","))
     assert {"require", "process", "fetch", "setTimeout", "std", "os", "__date_clock", "print"} & names == set()
     assert {"JSON", "Math", "Object", "Array", "Promise"} <= names
+    assert run(box, "return {x: typeof __source + typeof __input};")["output"] == {"x": "undefinedundefined"}
 
 
 def test_prototype_pollution_does_not_leak_into_the_next_execution(box):
@@ -194,6 +198,14 @@ def test_a_failing_script_saves_no_record(api, runner, source, code, status):
     response = api.simulate(app_id, data={"title": "t"})
     assert response.status_code == status and response.get_json()["error"]["code"] == code
     assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 0
+
+
+def test_input_over_32_kib_is_refused_before_the_runner(tenant):
+    definition = sample_definition(code={"language": "javascript", "source": "return {};"})
+    with pytest.raises(ApiError) as refused:
+        run_code(tenant.id, definition, {"title": "\u4e00" * 11_000})
+    assert (refused.value.code, refused.value.detail) == ("code_resource_limit", "input")
+    assert get_redis().keys("limit:fw:scripts:*") == []  # nothing was counted or queued
 
 
 def test_script_error_names_the_line(api, runner):
