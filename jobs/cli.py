@@ -7,6 +7,7 @@ from rq.cron import CronScheduler
 from core.redis import get_redis
 from jobs.cron import TICK_SECONDS, tick
 from jobs.queues import DEFAULT, RUNNER_QUEUES, WORKER_QUEUES
+from studio.runner import sandbox
 
 jobs_cli = AppGroup("jobs", help="Background processes.")
 
@@ -22,8 +23,6 @@ def worker(burst: bool):
 @click.option("--burst", is_flag=True, help="Stop when the queue is empty.")
 def runner(burst: bool):
     """Script runner: serves only `scripts`, one task at a time, through its sandbox process."""
-    from studio.runner import sandbox
-
     sandbox().process()  # start the sandbox before the first task arrives
     try:
         SimpleWorker(list(RUNNER_QUEUES), connection=get_redis()).work(burst=burst)

@@ -1,5 +1,6 @@
-"""Thin job entry points: take ids, call the owning package. Import paths are a wire format."""
+"""Thin job entry points: take ids (scripts excepted), call the owning package. Import paths are a wire format."""
 from desk import events
+from studio.runner import sandbox
 
 
 def dispatch_event(event: str, **ids: str) -> int:
@@ -8,7 +9,9 @@ def dispatch_event(event: str, **ids: str) -> int:
 
 
 def run_script(source: str, input_json: str) -> dict:
-    """Evaluate an administrator's script in the runner's sandbox (queue `scripts` only)."""
-    from studio.runner import sandbox
+    """Evaluate an administrator's script in the runner's sandbox (queue `scripts` only).
 
+    Unlike other jobs it carries data, not ids: the input after the rules is stored nowhere, and
+    the runner never opens the database. The web process deletes the job once it has the answer.
+    """
     return sandbox().execute(source, input_json)

@@ -60,10 +60,11 @@ class Sandbox:
             return json.loads(line)
 
     def close(self) -> None:
-        """Stop the sandbox process."""
+        """Stop the sandbox process and remove its empty root."""
         if self._process is not None and self._process.poll() is None:
             self._process.stdin.close()
             self._process.wait(timeout=5)
+        os.rmdir(self._root)
 
 
 _sandbox: Sandbox | None = None
