@@ -1,0 +1,153 @@
+"""The SSRF-safe HTTP client: the only way the product POSTs to addresses tenants choose.
+
+Rules: HTTPS only, on port 443 (`EGRESS_PORT` in tests), no query string, fragment or credentials
+in the URL; redirects are never followed. The host is resolved at every use, every IPv4 answer
+must be public (hosts with no IPv4 answer, IPv6 literals and IPv4-mapped IPv6 are refused), and
+the connection is made to the checked address while TLS still sends SNI for, and verifies the
+certificate of, the host name. The response body is read up to a bound.
+
+`EGRESS_ALLOW_CIDRS` (tests and development only) treats those ranges as public;
+`EGRESS_CA_BUNDLE` verifies against another CA bundle. Both are logged when set.
+"""
+import ipaddress
+import socket
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import certifi
+import urllib3
+from flask import current_app
+
+RESPONSE_LIMIT = 64 * 1024
+# Ranges the ipaddress module does not already flag as private, reserved, loopback and the like.
+EXTRA_BLOCKED = tuple(ipaddress.ip_network(net) for net in (
+    "100.64.0.0/10",   # carrier-grade NAT: reaches internal workloads at many providers
+    "192.0.0.0/24",    # IETF protocol assignments
+    "192.88.99.0/24",  # 6to4 relay anycast
+    "198.18.0.0/15",   # benchmarking
+))
+resolver = socket.getaddrinfo  # the system resolver; tests give DNS answers of their own here
+
+
+class EgressRefused(Exception):
+    """The address may not be called; `reason` says why (never the response of a peer)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class EgressFailed(Exception):
+    """The call was allowed but did not complete (connection, TLS, timeout, oversized answer)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked URL: the host name for TLS and Host, the port and the request path."""
+
+    host: str
+    port: int
+    path: str
+
+
+@dataclass(frozen=True)
+class Response:
+    """What the peer answered: status, the first bytes of the body and the elapsed seconds."""
+
+    status: int
+    body: bytes
+    elapsed: float
+
+
+def check_url(url: str) -> Target:
+    """Parse and check a URL's shape; raises EgressRefused."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or 443
+    except ValueError:
+        raise EgressRefused("invalid_url") from None
+    if parts.scheme != "https":
+        raise EgressRefused("https_required")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise EgressRefused("credentials_in_url")
+    if parts.query or "?" in url or parts.fragment:
+        raise EgressRefused("query_not_allowed")
+    if port != current_app.config["EGRESS_PORT"]:
+        raise EgressRefused("port_not_allowed")
+    host = (parts.hostname or "").rstrip(".")
+    if not host:
+        raise EgressRefused("invalid_url")
+    if ":" in host:
+        raise EgressRefused("ipv6_not_supported")
+    return Target(host=host, port=port, path=parts.path or "/")
+
+
+def _allowed_extra() -> list:
+    """Test and development ranges treated as public (EGRESS_ALLOW_CIDRS)."""
+    text = current_app.config.get("EGRESS_ALLOW_CIDRS") or ""
+    return [ipaddress.ip_network(item.strip()) for item in text.split(",") if item.strip()]
+
+
+def is_public(address: ipaddress.IPv4Address) -> bool:
+    """A globally routable unicast IPv4 address (or one the test knobs allow)."""
+    if any(address in net for net in _allowed_extra()):
+        return True
+    return address.is_global and not address.is_multicast and not any(address in net for net in EXTRA_BLOCKED)
+
+
+def resolve(target: Target) -> str:
+    """The address to connect to: every IPv4 answer must be public; raises EgressRefused."""
+    try:
+        answers = resolver(target.host, target.port, socket.AF_INET, socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise EgressRefused("dns_failed") from None
+    addresses = [ipaddress.ip_address(answer[4][0]) for answer in answers]
+    if not addresses:
+        raise EgressRefused("no_ipv4_address")
+    if not all(address.version == 4 and is_public(address) for address in addresses):
+        raise EgressRefused("address_not_public")
+    return str(addresses[0])
+
+
+def _pool(target: Target, address: str, timeout: float) -> urllib3.HTTPSConnectionPool:
+    """A one-off pool connected to the checked address, verifying TLS for the host name."""
+    return urllib3.HTTPSConnectionPool(
+        address, port=target.port, server_hostname=target.host, assert_hostname=target.host,
+        cert_reqs="CERT_REQUIRED", ca_certs=current_app.config.get("EGRESS_CA_BUNDLE") or certifi.where(),
+        timeout=urllib3.Timeout(total=timeout), retries=False, maxsize=1)
+
+
+def post(url: str, body: bytes, headers: dict[str, str], timeout: float = 10.0,
+         limit: int = RESPONSE_LIMIT) -> Response:
+    """POST `body` to a checked, freshly resolved, pinned address; redirects are not followed."""
+    target = check_url(url)
+    address = resolve(target)
+    host = target.host if target.port == 443 else f"{target.host}:{target.port}"
+    started = time.monotonic()
+    pool = _pool(target, address, timeout)
+    try:
+        answer = pool.urlopen("POST", target.path, body=body, headers={**headers, "Host": host},
+                              redirect=False, retries=False, preload_content=False)
+        data = answer.read(limit + 1, decode_content=False)
+        answer.release_conn()
+    except urllib3.exceptions.HTTPError as error:
+        raise EgressFailed(_failure_reason(error)) from None
+    finally:
+        pool.close()
+    if len(data) > limit:
+        raise EgressFailed("response_too_large")
+    return Response(status=answer.status, body=data, elapsed=time.monotonic() - started)
+
+
+def _failure_reason(error: Exception) -> str:
+    """A short, secret-free name for a transport failure."""
+    if isinstance(error, urllib3.exceptions.TimeoutError):
+        return "timeout"
+    if isinstance(error, urllib3.exceptions.SSLError):
+        return "tls_error"
+    return "connection_failed"

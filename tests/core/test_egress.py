@@ -1,0 +1,137 @@
+"""The SSRF-safe client against a real HTTPS receiver on loopback (trustme CA, test knobs)."""
+import socket
+
+import pytest
+import trustme
+
+from core import egress
+from tests.peers import HttpsReceiver
+
+
+@pytest.fixture(scope="module")
+def ca():
+    return trustme.CA()
+
+
+@pytest.fixture
+def receiver(ca, app, monkeypatch, tmp_path):
+    """The receiver, with the knobs that let the client reach it on loopback."""
+    peer = HttpsReceiver(ca).start()
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setitem(app.config, "EGRESS_ALLOW_CIDRS", "127.0.0.0/8")
+    monkeypatch.setitem(app.config, "EGRESS_PORT", peer.port)
+    monkeypatch.setitem(app.config, "EGRESS_CA_BUNDLE", str(bundle))
+    yield peer
+    peer.stop()
+
+
+@pytest.fixture
+def dns(monkeypatch):
+    """DNS answers of the test's choosing: name -> list of answers, one list per lookup."""
+    answers: dict[str, list[list[str]]] = {}
+
+    def lookup(host, port, family, kind):
+        if host not in answers or not answers[host]:
+            raise socket.gaierror(socket.EAI_NONAME, "unknown")
+        batch = answers[host].pop(0) if len(answers[host]) > 1 else answers[host][0]
+        return [(socket.AF_INET, kind, 6, "", (address, port)) for address in batch]
+
+    monkeypatch.setattr(egress, "resolver", lookup)
+    return answers
+
+
+def post(url: str) -> egress.Response:
+    return egress.post(url, b'{"a":1}', {"Content-Type": "application/json"})
+
+
+def test_posts_to_the_checked_address_with_sni_and_host_of_the_name(receiver, dns):
+    dns["receiver.test"] = [["127.0.0.1"]]
+    answer = post(receiver.url())
+    assert (answer.status, answer.body) == (200, b"ok")
+    (seen,) = receiver.received
+    assert seen.body == b'{"a":1}' and seen.path == "/hook"
+    assert seen.server_name == "receiver.test" and seen.headers["Host"] == f"receiver.test:{receiver.port}"
+
+
+def test_a_certificate_for_another_name_is_refused(receiver, dns):
+    dns["impostor.test"] = [["127.0.0.1"]]
+    with pytest.raises(egress.EgressFailed) as failed:
+        post(receiver.url("impostor.test"))
+    assert failed.value.reason == "tls_error" and receiver.received == []
+
+
+@pytest.mark.parametrize("url,reason", [
+    ("http://receiver.test/hook", "https_required"),
+    ("https://receiver.test:8443/hook", "port_not_allowed"),
+    ("https://receiver.test/hook?q=1", "query_not_allowed"),
+    ("https://receiver.test/hook#frag", "query_not_allowed"),
+    ("https://user:pass@receiver.test/hook", "credentials_in_url"),
+    ("https://[::1]/hook", "ipv6_not_supported"),
+    ("https://[::ffff:127.0.0.1]/hook", "ipv6_not_supported"),
+    ("ftp://receiver.test/hook", "https_required"),
+])
+def test_url_shapes_that_are_refused(app, url, reason):
+    with pytest.raises(egress.EgressRefused) as refused:
+        post(url)
+    assert refused.value.reason == reason
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254",
+                                     "100.64.0.1", "0.0.0.0", "224.0.0.1", "240.0.0.1", "198.18.0.1"])
+def test_a_name_resolving_to_an_internal_address_is_refused(app, dns, address):
+    dns["internal.example"] = [[address]]
+    with pytest.raises(egress.EgressRefused) as refused:
+        post("https://internal.example/hook")
+    assert refused.value.reason == "address_not_public"
+
+
+def test_one_internal_answer_among_public_ones_is_refused(app, dns):
+    dns["mixed.example"] = [["93.184.216.34", "10.0.0.1"]]
+    with pytest.raises(egress.EgressRefused):
+        post("https://mixed.example/hook")
+
+
+def test_a_host_without_an_ipv4_answer_is_refused(app, dns):
+    with pytest.raises(egress.EgressRefused) as refused:
+        post("https://ipv6-only.example/hook")
+    assert refused.value.reason == "dns_failed"
+
+
+def test_ip_literals_follow_the_same_rule(app):
+    for literal in ("127.0.0.1", "10.0.0.1", "169.254.169.254"):
+        with pytest.raises(egress.EgressRefused):
+            post(f"https://{literal}/hook")
+
+
+def test_dns_is_checked_at_every_use_so_rebinding_is_refused(receiver, dns):
+    dns["receiver.test"] = [["127.0.0.1"], ["10.0.0.1"]]  # public (by the knob) first, then private
+    assert post(receiver.url()).status == 200
+    with pytest.raises(egress.EgressRefused):
+        post(receiver.url())
+    assert len(receiver.received) == 1
+
+
+def test_redirects_are_not_followed(receiver, dns, ca):
+    internal = HttpsReceiver(ca).start()
+    try:
+        dns["receiver.test"] = [["127.0.0.1"]]
+        receiver.answers.append((302, {"Location": f"https://127.0.0.1:{internal.port}/admin"}, b""))
+        assert post(receiver.url()).status == 302
+        assert internal.received == [] and len(receiver.received) == 1
+    finally:
+        internal.stop()
+
+
+def test_an_oversized_response_is_cut_off(receiver, dns):
+    dns["receiver.test"] = [["127.0.0.1"]]
+    receiver.answers.append((200, {}, b"x" * (egress.RESPONSE_LIMIT + 1)))
+    with pytest.raises(egress.EgressFailed) as failed:
+        post(receiver.url())
+    assert failed.value.reason == "response_too_large"
+
+
+def test_without_the_knobs_loopback_is_never_public(app, dns):
+    dns["receiver.test"] = [["127.0.0.1"]]
+    with pytest.raises(egress.EgressRefused):
+        post("https://receiver.test/hook")

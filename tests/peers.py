@@ -1,0 +1,69 @@
+"""Real HTTP peers on loopback for the tests: an HTTPS receiver with a trustme CA."""
+import http.server
+import ssl
+import threading
+from dataclasses import dataclass, field
+
+import trustme
+
+
+@dataclass
+class Received:
+    """One request as the receiver saw it: raw body bytes included."""
+
+    method: str
+    path: str
+    headers: dict
+    body: bytes
+    server_name: str | None
+
+
+@dataclass
+class HttpsReceiver:
+    """A threaded HTTPS server whose answers the test scripts (status, headers, body)."""
+
+    ca: trustme.CA
+    names: tuple[str, ...] = ("receiver.test",)
+    received: list[Received] = field(default_factory=list)
+    answers: list[tuple[int, dict, bytes]] = field(default_factory=list)
+    default: tuple[int, dict, bytes] = (200, {}, b"ok")
+
+    def start(self) -> "HttpsReceiver":
+        """Listen on a free loopback port."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ca.issue_cert(*self.names).configure_cert(context)
+        context.sni_callback = lambda sock, name, ctx: setattr(sock, "sni_name", name)
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                receiver.received.append(Received("POST", self.path, dict(self.headers), body,
+                                                  getattr(self.connection, "sni_name", None)))
+                status, headers, payload = receiver.answers.pop(0) if receiver.answers else receiver.default
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):
+                """Quiet."""
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    @property
+    def port(self) -> int:
+        return self.server.server_address[1]
+
+    def url(self, name: str = "receiver.test", path: str = "/hook") -> str:
+        return f"https://{name}:{self.port}{path}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
