@@ -50,20 +50,23 @@ def _register_blueprints(app: Flask) -> None:
     import desk.api
     import desk.auth
     import desk.workbench
+    import openapi.api
     import openapi.views
     import rules.views
     import studio.api
     import studio.views
 
     for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.views,
-                   openapi.views):
+                   openapi.api, openapi.views):
         app.register_blueprint(module.bp)
 
 
 def _register_cli(app: Flask) -> None:
-    """Operator commands: tenants, members, channels, demo, staff, jobs."""
+    """Operator commands: tenants, members, channels, demo, staff, jobs, open-apps."""
     from desk.cli import register as register_desk
     from jobs.cli import jobs_cli
+    from openapi.cli import open_apps_cli
 
     register_desk(app)
     app.cli.add_command(jobs_cli)
+    app.cli.add_command(open_apps_cli)

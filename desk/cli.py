@@ -21,12 +21,12 @@ demo_cli = AppGroup("demo", help="Demo data.")
 staff_cli = AppGroup("staff", help="Operator hand-off links for restricted sessions.")
 
 
-def _emit(data: dict, as_json: bool, text: str) -> None:
+def emit(data: dict, as_json: bool, text: str) -> None:
     """Print JSON for machines or one line for people."""
     click.echo(json.dumps(data, ensure_ascii=False) if as_json else text)
 
 
-def _commit_or_fail(action):
+def commit_or_fail(action):
     """Run a service call in one transaction; domain errors become a clean CLI failure."""
     try:
         result = action()
@@ -43,8 +43,8 @@ def _commit_or_fail(action):
 @click.option("--json", "as_json", is_flag=True)
 def tenants_create(name: str, tier: str, as_json: bool):
     """Create a tenant."""
-    tenant = _commit_or_fail(lambda: create_tenant(name, tier))
-    _emit({"tenant_id": str(tenant.id)}, as_json, f"tenant {tenant.id} created")
+    tenant = commit_or_fail(lambda: create_tenant(name, tier))
+    emit({"tenant_id": str(tenant.id)}, as_json, f"tenant {tenant.id} created")
 
 
 @members_cli.command("add")
@@ -56,8 +56,8 @@ def tenants_create(name: str, tier: str, as_json: bool):
 @click.option("--json", "as_json", is_flag=True)
 def members_add(tenant_id, email, password, role, display_name, as_json):
     """Add a member (creating the user on first use)."""
-    member = _commit_or_fail(lambda: add_member(tenant_id, email, password, role, display_name))
-    _emit({"user_id": str(member.user_id), "member_id": str(member.id)}, as_json,
+    member = commit_or_fail(lambda: add_member(tenant_id, email, password, role, display_name))
+    emit({"user_id": str(member.user_id), "member_id": str(member.id)}, as_json,
           f"member {member.id} added")
 
 
@@ -71,8 +71,8 @@ def channels_create(tenant_id, name, as_json):
         if db.session.get(Tenant, tenant_id) is None:
             raise ApiError("not_found", 404)
         return create_channel(tenant_id, name)
-    channel, secret = _commit_or_fail(create)
-    _emit({"channel_id": str(channel.id), "secret": secret}, as_json,
+    channel, secret = commit_or_fail(create)
+    emit({"channel_id": str(channel.id), "secret": secret}, as_json,
           f"channel {channel.id} created; secret {secret}")
 
 
@@ -82,8 +82,8 @@ def demo_seed(as_json: bool):
     """Seed two demo tenants with members, customers, conversations and knowledge."""
     from desk.demo import seed_demo
 
-    summary = _commit_or_fail(seed_demo)
-    _emit(summary, as_json, demo_logins_text(summary))
+    summary = commit_or_fail(seed_demo)
+    emit(summary, as_json, demo_logins_text(summary))
 
 
 def demo_logins_text(summary: dict) -> str:
@@ -106,7 +106,7 @@ def _handoff_command(name: str, kind: str, route: str, summary: str) -> None:
         if member is None:
             raise click.ClickException("not_found")
         url = f"{base_url.rstrip('/')}/{route}/{issue_link_token(kind, member)}"
-        _emit({"url": url}, as_json, url)
+        emit({"url": url}, as_json, url)
 
 
 _handoff_command("impersonate", IMPERSONATION, "staff/impersonate",

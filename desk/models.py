@@ -79,7 +79,8 @@ class Customer(UUIDPrimaryKey, Base):
     """A person the desk serves."""
 
     __tablename__ = "customer"
-    __table_args__ = (UniqueConstraint("tenant_id", "external_id"),)
+    __table_args__ = (UniqueConstraint("tenant_id", "external_id"),
+                      Index("ix_customer_tenant_id_id", "tenant_id", "id"))  # open API keyset pages
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
     name: Mapped[str] = mapped_column(String(120))

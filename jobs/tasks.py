@@ -1,5 +1,6 @@
 """Thin job entry points: take ids (scripts excepted), call the owning package. Import paths are a wire format."""
 from desk import events
+from openapi import webhooks
 from studio.runner import sandbox
 
 
@@ -15,3 +16,8 @@ def run_script(source: str, input_json: str) -> dict:
     the runner never opens the database. The web process deletes the job once it has the answer.
     """
     return sandbox().execute(source, input_json)
+
+
+def deliver_webhook(event_id: str) -> str:
+    """One delivery attempt of an open-API event (queue `webhooks`; RQ retries on failure)."""
+    return webhooks.deliver(event_id)

@@ -1,0 +1,121 @@
+"""Open API v1 under /api/v1/open: bearer tokens, scopes, rate limit, customers and records."""
+import uuid
+from functools import wraps
+
+from flask import Blueprint, current_app, g, request
+
+from core.api import ApiError, ok
+from core.clock import utcnow
+from core.db import db
+from core.guards import SAFE_METHODS, parse_json_object, read_limited_body
+from core.limits import hit_fixed_window
+from core.redis import get_redis
+from openapi import apps, records
+from openapi.webhooks import enqueue_delivery
+
+bp = Blueprint("open_api", __name__, url_prefix="/api/v1/open")
+
+RATE_LIMIT = 60
+BODY_LIMIT = 20_000
+PUBLIC_ENDPOINTS = {"open_api.openapi_document"}
+
+
+def _bearer_token() -> str:
+    """The token of `Authorization: Bearer <token>` (401 when absent or malformed)."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip() or " " in token.strip():
+        raise ApiError("unauthorized", 401)
+    return token.strip()
+
+
+@bp.before_request
+def authenticate():
+    """Switch, token, then the per-application rate limit (failed requests count too)."""
+    if not current_app.config["OPEN_PLATFORM_ENABLED"]:
+        raise ApiError("open_platform_disabled", 503)
+    if request.endpoint in PUBLIC_ENDPOINTS:
+        return
+    g.open_app = apps.authenticate(_bearer_token(), lock=request.method not in SAFE_METHODS, now=utcnow())
+    g.rate = hit_fixed_window(get_redis(), f"open:app:{g.open_app.id}", RATE_LIMIT, 60)
+    if not g.rate.allowed:
+        raise ApiError("rate_limited", 429, headers={"Retry-After": str(g.rate.reset_after)})
+
+
+@bp.after_request
+def rate_headers(response):
+    """Every authenticated answer says the limit and what is left of it this minute."""
+    if "rate" in g:
+        response.headers["X-RateLimit-Limit"] = str(RATE_LIMIT)
+        response.headers["X-RateLimit-Remaining"] = str(g.rate.remaining)
+    return response
+
+
+def scope_required(*scopes: str):
+    """The application must hold at least one of `scopes` (403 insufficient_scope)."""
+    def decorator(view):
+        @wraps(view)
+        def wrapped(*args, **kwargs):
+            if not set(scopes) & set(g.open_app.scopes):
+                raise ApiError("insufficient_scope", 403)
+            return view(*args, **kwargs)
+        return wrapped
+    return decorator
+
+
+@bp.get("/customers")
+@scope_required(*apps.CUSTOMER_SCOPES)
+def list_customers():
+    """A page of the tenant's customers, cut to the application's scopes."""
+    return ok(records.list_customers(g.open_app, records.parse_cursor(request.args.get("after"))))
+
+
+@bp.get("/customers/<uuid:customer_id>")
+@scope_required(*apps.CUSTOMER_SCOPES)
+def get_customer(customer_id: uuid.UUID):
+    """One customer of the tenant, cut to the application's scopes."""
+    return ok(records.get_customer(g.open_app, customer_id))
+
+
+@bp.get("/records")
+@scope_required("app.records.read")
+def list_records():
+    """A page of this application's records."""
+    return ok(records.list_records(g.open_app, records.parse_cursor(request.args.get("after"))))
+
+
+def _idempotency_key() -> uuid.UUID:
+    """The required `Idempotency-Key` header: a UUID (400 idempotency_key_required)."""
+    value = request.headers.get("Idempotency-Key", "").strip()
+    try:
+        key = uuid.UUID(value)
+    except ValueError:
+        raise ApiError("idempotency_key_required", 400) from None
+    if str(key) != value.lower():
+        raise ApiError("idempotency_key_required", 400)
+    return key
+
+
+def _record_body() -> object:
+    """`{data}` from a JSON body of at most 20,000 bytes (413), else 400 invalid_record."""
+    raw = read_limited_body(BODY_LIMIT)
+    if request.mimetype != "application/json":
+        raise ApiError("invalid_record", 400)
+    try:
+        body = parse_json_object(raw)
+    except ApiError:
+        raise ApiError("invalid_record", 400) from None
+    if set(body) != {"data"}:
+        raise ApiError("invalid_record", 400)
+    return body["data"]
+
+
+@bp.post("/records")
+@scope_required("app.records.write")
+def create_record():
+    """Create a record once per idempotency key; the event (with a URL) is queued after commit."""
+    created = records.create_record(g.open_app, _idempotency_key(), _record_body())
+    answer = records.record_json(created.record)
+    db.session.commit()
+    if created.event_id is not None:
+        enqueue_delivery(created.event_id)
+    return ok(answer, 200 if created.replayed else 201)
