@@ -148,8 +148,9 @@ def test_a_locked_down_process_cannot_open_project_files(tmp_path):
 
 
 def test_a_killed_sandbox_is_restarted_for_the_next_task(box):
-    box.process().kill()
-    box.process().wait()
+    dead = box.process()
+    dead.kill()
+    dead.wait()
     assert run(box, "return {ok: true};") == {"ok": True, "output": {"ok": True}}
 
 
