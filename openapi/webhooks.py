@@ -7,7 +7,6 @@ delivery whose worker died is found by the tick's sweeper once its lease has pas
 enqueued again: delivery is at least once.
 """
 import json
-import logging
 import time
 import uuid
 from datetime import timedelta
@@ -24,10 +23,9 @@ from jobs.cron import register_tick
 from jobs.queues import WEBHOOKS, enqueue
 from openapi.models import OpenApp, OpenRecord, WebhookAttempt, WebhookEvent
 
-log = logging.getLogger(__name__)
-
 EVENT_TYPE = "app.record.created"
 ATTEMPT_SECONDS = 10
+IN_FLIGHT = "in_flight"  # an attempt's error until it ends; the sweeper turns a stuck one "interrupted"
 
 
 register_tick("openapi.webhooks.sweep")
@@ -73,15 +71,21 @@ def signed_headers(secret: str, event_id: str, body: bytes, now: float) -> dict[
             "X-Service-Signature": "v1=" + hmac_sha256_hex(secret, timestamp.encode() + b"." + body)}
 
 
-def _claim(event: WebhookEvent) -> int | None:
-    """Take the next attempt number (compare-and-swap on `attempts`); None when not ours."""
+def _claim(event: WebhookEvent) -> WebhookAttempt | None:
+    """Start the next attempt (compare-and-swap on `attempts`); None when another job has it."""
     number = event.attempts + 1
     claimed = db.session.execute(update(WebhookEvent).where(
         WebhookEvent.id == event.id, WebhookEvent.status == "pending",
         WebhookEvent.attempts == event.attempts).values(
         attempts=number, next_attempt_at=utcnow() + _lease()))
+    if claimed.rowcount != 1:
+        db.session.rollback()
+        return None
+    attempt = WebhookAttempt(tenant_id=event.tenant_id, event_id=event.id, number=number,
+                             error=IN_FLIGHT)
+    db.session.add(attempt)
     db.session.commit()
-    return number if claimed.rowcount == 1 else None
+    return attempt
 
 
 def _send(app: OpenApp, event: WebhookEvent) -> tuple[int | None, str | None]:
@@ -95,22 +99,20 @@ def _send(app: OpenApp, event: WebhookEvent) -> tuple[int | None, str | None]:
     return answer.status, None
 
 
-def _finish(event_id: uuid.UUID, number: int, status: int | None, error: str | None,
-            started, elapsed: float) -> bool:
-    """Record the attempt and the event's new state; True when delivered."""
+def _finish(attempt: WebhookAttempt, status: int | None, error: str | None, elapsed: float) -> bool:
+    """Record the attempt's outcome and the event's new state; True when delivered."""
     delivered = status is not None and 200 <= status < 300
-    event = db.session.get(WebhookEvent, event_id)
-    db.session.add(WebhookAttempt(tenant_id=event.tenant_id, event_id=event_id, number=number,
-                                  started_at=started, status_code=status, error=error,
-                                  duration_ms=int(elapsed * 1000)))
+    attempt.status_code, attempt.error, attempt.duration_ms = status, error, int(elapsed * 1000)
+    event = db.session.get(WebhookEvent, attempt.event_id)
     intervals = retry_intervals()
     if delivered:
-        event.status, event.finished_at = "delivered", utcnow()
-    elif number > len(intervals):
-        if event.status == "pending":
-            event.status, event.finished_at = "failed", utcnow()
-    elif event.status == "pending":
-        event.next_attempt_at = utcnow() + timedelta(seconds=intervals[number - 1])
+        event.status, event.finished_at = "delivered", utcnow()  # even if revoked meanwhile: it was sent
+    elif event.status != "pending":
+        pass  # cancelled by a revocation while the attempt was in flight
+    elif attempt.number > len(intervals):
+        event.status, event.finished_at = "failed", utcnow()
+    else:
+        event.next_attempt_at = utcnow() + timedelta(seconds=intervals[attempt.number - 1])
     db.session.commit()
     return delivered
 
@@ -121,22 +123,28 @@ def deliver(event_id: str) -> str:
     if event is None or event.status != "pending":
         return event.status if event else "missing"
     app = db.session.get(OpenApp, event.app_id)
-    number = _claim(event)
-    if number is None:
+    attempt = _claim(event)
+    if attempt is None:
         return "claimed elsewhere"
-    started, clock = utcnow(), time.monotonic()
+    clock = time.monotonic()
     status, error = _send(app, event)
-    if _finish(event.id, number, status, error, started, time.monotonic() - clock):
+    if _finish(attempt, status, error, time.monotonic() - clock):
         return "delivered"
-    if number > len(retry_intervals()):
+    if attempt.number > len(retry_intervals()):
         return "failed"
-    raise AttemptFailed(f"attempt {number} of event {event_id}: {status or error}")
+    raise AttemptFailed(f"attempt {attempt.number} of event {event_id}: {status or error}")
 
 
 def sweep() -> int:
-    """Tick handler: enqueue events whose attempt was interrupted or whose retry went missing."""
+    """Tick handler: re-queue events whose attempt was interrupted or whose retry went missing."""
     stale = list(db.session.execute(select(WebhookEvent.id, WebhookEvent.attempts).where(
         WebhookEvent.status == "pending", WebhookEvent.next_attempt_at < utcnow() - _lease())))
+    if not stale:
+        return 0
+    db.session.execute(update(WebhookAttempt).where(
+        WebhookAttempt.event_id.in_([event_id for event_id, _ in stale]), WebhookAttempt.error == IN_FLIGHT)
+        .values(error="interrupted"))
+    db.session.commit()
     for event_id, attempts in stale:
         enqueue_delivery(event_id, suffix=f"-sweep{attempts}")
     return len(stale)

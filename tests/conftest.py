@@ -2,6 +2,7 @@
 import contextvars
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -9,17 +10,20 @@ import uuid
 
 import pytest
 import redis
+import trustme
 from flask.testing import FlaskClient
 from flask_migrate import upgrade
 from rq import Queue
 from sqlalchemy import text
 
 from app import create_app
+from core import egress
 from core.config import PROJECT_ROOT
 from core.db import db
 from desk.models import Member, Tenant
 from desk.tenancy import add_member, create_tenant
 from jobs.queues import SCRIPTS
+from tests.peers import HttpsReceiver
 
 PASSWORD = "correct-horse-battery"
 FLASK = [sys.executable, "-m", "flask", "--app", "app"]  # run with cwd=PROJECT_ROOT, env=process_env()
@@ -208,3 +212,37 @@ def _wait_until_serving(redis_url: str) -> None:
             return
         time.sleep(0.1)
     raise RuntimeError("the script runner did not start")
+
+
+@pytest.fixture(scope="session")
+def ca():
+    """A test certificate authority (trustme)."""
+    return trustme.CA()
+
+
+@pytest.fixture
+def receiver(ca, app, monkeypatch, tmp_path):
+    """The receiver, with the knobs that let the client reach it on loopback."""
+    peer = HttpsReceiver(ca, names=("receiver.test", "localhost")).start()
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setitem(app.config, "EGRESS_ALLOW_CIDRS", "127.0.0.0/8")
+    monkeypatch.setitem(app.config, "EGRESS_PORT", peer.port)
+    monkeypatch.setitem(app.config, "EGRESS_CA_BUNDLE", str(bundle))
+    yield peer
+    peer.stop()
+
+
+@pytest.fixture
+def dns(monkeypatch):
+    """DNS answers of the test's choosing: name -> list of answers, one list per lookup."""
+    answers: dict[str, list[list[str]]] = {}
+
+    def lookup(host, port, family, kind):
+        if host not in answers or not answers[host]:
+            raise socket.gaierror(socket.EAI_NONAME, "unknown")
+        batch = answers[host].pop(0) if len(answers[host]) > 1 else answers[host][0]
+        return [(socket.AF_INET, kind, 6, "", (address, port)) for address in batch]
+
+    monkeypatch.setattr(egress, "resolver", lookup)
+    return answers

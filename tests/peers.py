@@ -2,6 +2,7 @@
 import http.server
 import ssl
 import threading
+import time
 from dataclasses import dataclass, field
 
 import trustme
@@ -25,7 +26,7 @@ class HttpsReceiver:
     ca: trustme.CA
     names: tuple[str, ...] = ("receiver.test",)
     received: list[Received] = field(default_factory=list)
-    answers: list[tuple[int, dict, bytes]] = field(default_factory=list)
+    answers: list[tuple] = field(default_factory=list)  # (status, headers, body[, stall seconds])
     default: tuple[int, dict, bytes] = (200, {}, b"ok")
 
     def start(self) -> "HttpsReceiver":
@@ -40,7 +41,10 @@ class HttpsReceiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 receiver.received.append(Received("POST", self.path, dict(self.headers), body,
                                                   getattr(self.connection, "sni_name", None)))
-                status, headers, payload = receiver.answers.pop(0) if receiver.answers else receiver.default
+                answer = receiver.answers.pop(0) if receiver.answers else receiver.default
+                status, headers, payload, *pause = answer  # an optional fourth item: seconds to stall
+                if pause:
+                    time.sleep(pause[0])
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
@@ -52,6 +56,7 @@ class HttpsReceiver:
                 """Quiet."""
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
         self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

@@ -1,44 +1,8 @@
 """The SSRF-safe client against a real HTTPS receiver on loopback (trustme CA, test knobs)."""
-import socket
-
 import pytest
-import trustme
 
 from core import egress
 from tests.peers import HttpsReceiver
-
-
-@pytest.fixture(scope="module")
-def ca():
-    return trustme.CA()
-
-
-@pytest.fixture
-def receiver(ca, app, monkeypatch, tmp_path):
-    """The receiver, with the knobs that let the client reach it on loopback."""
-    peer = HttpsReceiver(ca).start()
-    bundle = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(bundle))
-    monkeypatch.setitem(app.config, "EGRESS_ALLOW_CIDRS", "127.0.0.0/8")
-    monkeypatch.setitem(app.config, "EGRESS_PORT", peer.port)
-    monkeypatch.setitem(app.config, "EGRESS_CA_BUNDLE", str(bundle))
-    yield peer
-    peer.stop()
-
-
-@pytest.fixture
-def dns(monkeypatch):
-    """DNS answers of the test's choosing: name -> list of answers, one list per lookup."""
-    answers: dict[str, list[list[str]]] = {}
-
-    def lookup(host, port, family, kind):
-        if host not in answers or not answers[host]:
-            raise socket.gaierror(socket.EAI_NONAME, "unknown")
-        batch = answers[host].pop(0) if len(answers[host]) > 1 else answers[host][0]
-        return [(socket.AF_INET, kind, 6, "", (address, port)) for address in batch]
-
-    monkeypatch.setattr(egress, "resolver", lookup)
-    return answers
 
 
 def post(url: str) -> egress.Response:
