@@ -1,14 +1,137 @@
-"""Open platform console page (navigation entry until the open API issue lands)."""
-from flask import Blueprint, render_template
+"""The open platform console page: create, list and revoke applications; see their deliveries.
 
-from desk.sessions import admin_console_required
+Credentials are shown once: the POST keeps them (encrypted) in Redis under a random one-time key
+and redirects to a page that takes them out; reloading that page finds nothing.
+"""
+import json
+import secrets
+import uuid
+
+from flask import Blueprint, abort, current_app, flash, make_response, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from core.api import ApiError
+from core.clock import utcnow
+from core.crypto import decrypt, encrypt
+from core.db import db
+from core.redis import get_redis
+from desk.sessions import admin_console_required, current_member
+from openapi import apps
+from openapi.webhooks import recent_deliveries
 
 bp = Blueprint("openapi", __name__)
+
+SHOWN_ONCE_SECONDS = 300
+SCOPE_LABELS = {
+    "customers.basic.read": "Customers: name and dates",
+    "customers.contact.read": "Customers: phone and e-mail (sensitive)",
+    "customers.notes.read": "Customers: internal support notes",
+    "app.records.read": "This application's records: read",
+    "app.records.write": "This application's records: create",
+}
+SCOPE_CONFIRMATIONS = {
+    "customers.contact.read": "confirm_contact",
+    "customers.notes.read": "confirm_notes",
+}
+
+
+@bp.before_request
+def open_platform_switch():
+    """The platform switch closes the management page too."""
+    if not current_app.config["OPEN_PLATFORM_ENABLED"]:
+        raise ApiError("open_platform_disabled", 503)
+
+
+def _render_index(status: int = 200, errors: dict | None = None, form=None):
+    """The page: the creation form and the tenant's applications."""
+    tenant_id = current_member().tenant_id
+    return render_template("openapi/index.html", apps=apps.list_apps(tenant_id), now=utcnow(),
+                           scope_labels=SCOPE_LABELS, confirmations=SCOPE_CONFIRMATIONS,
+                           errors=errors or {}, form=form or {}, limit=apps.APPS_PER_TENANT), status
 
 
 @bp.get("/open-platform")
 @admin_console_required
 def index():
     """External applications with scoped tokens and signed webhooks."""
-    return render_template("console/upcoming.html", title="Open platform",
-                           summary="External applications, scoped API tokens and signed webhooks.")
+    return _render_index()
+
+
+def _form_errors(form) -> dict:
+    """Confirmations the form needs before anything is created."""
+    errors = {}
+    scopes = form.getlist("scopes")
+    if scopes and form.get("confirm_processing") != "on":
+        errors["confirm_processing"] = "Confirm that an external server will process this data."
+    for scope, field in SCOPE_CONFIRMATIONS.items():
+        if scope in scopes and form.get(field) != "on":
+            errors[field] = "This scope needs its own confirmation."
+    return errors
+
+
+_CREATE_ERRORS = {
+    "invalid_name": ("name", "Give the application a name of at most 80 characters."),
+    "invalid_scopes": ("scopes", "Choose at least one scope."),
+    "invalid_webhook_url": ("webhook_url", "Use a public https:// address on port 443, without a query or credentials."),
+    "app_limit": ("form", "This organisation has created 100 applications (revoked ones count)."),
+}
+
+
+@bp.post("/open-platform/apps")
+@admin_console_required
+def create():
+    """Create an application, then show its credentials once."""
+    errors = _form_errors(request.form)
+    if not errors:
+        try:
+            made = apps.create_app(current_member().tenant_id, current_user.id, request.form.get("name"),
+                                   request.form.getlist("scopes"), request.form.get("webhook_url"))
+        except ApiError as err:
+            db.session.rollback()
+            field, message = _CREATE_ERRORS.get(err.code, ("form", err.code))
+            errors = {field: message}
+    if errors:
+        return _render_index(422, errors, request.form)
+    db.session.commit()
+    once = secrets.token_urlsafe(24)
+    shown = {"app_id": str(made.app.id), "token": made.token, "signing_secret": made.signing_secret}
+    get_redis().set(_once_key(once), encrypt(json.dumps(shown)), ex=SHOWN_ONCE_SECONDS)
+    return redirect(url_for("openapi.credentials", once=once))
+
+
+def _once_key(once: str) -> str:
+    """Redis key of one set of credentials waiting to be shown."""
+    return f"open:credentials:{current_member().tenant_id}:{once}"
+
+
+@bp.get("/open-platform/created/<once>")
+@admin_console_required
+def credentials(once: str):
+    """Show the token (and signing secret) exactly once; a reload finds nothing."""
+    stored = get_redis().getdel(_once_key(once))
+    shown = json.loads(decrypt(stored.decode())) if stored else None
+    found = apps.get_app(current_member().tenant_id, uuid.UUID(shown["app_id"])) if shown else None
+    response = make_response(render_template("openapi/created.html", shown=shown, app=found,
+                                             scope_labels=SCOPE_LABELS))
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.post("/open-platform/apps/<uuid:app_id>/revoke")
+@admin_console_required
+def revoke(app_id: uuid.UUID):
+    """Revoke an application (after its in-flight writes); undelivered events are cancelled."""
+    found = apps.revoke(current_member().tenant_id, current_user.id, app_id)
+    db.session.commit()
+    flash(f"“{found.name}” is revoked: its token no longer works and undelivered events are cancelled.", "ok")
+    return redirect(url_for("openapi.index"))
+
+
+@bp.get("/open-platform/apps/<uuid:app_id>/deliveries")
+@admin_console_required
+def deliveries(app_id: uuid.UUID):
+    """Each event of the application with each of its attempts."""
+    found = apps.get_app(current_member().tenant_id, app_id)
+    if found.webhook_url is None:
+        abort(404)
+    return render_template("openapi/deliveries.html", app=found, events=recent_deliveries(found))

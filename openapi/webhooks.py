@@ -148,3 +148,15 @@ def sweep() -> int:
     for event_id, attempts in stale:
         enqueue_delivery(event_id, suffix=f"-sweep{attempts}")
     return len(stale)
+
+
+def recent_deliveries(app: OpenApp, limit: int = 100) -> list[tuple[WebhookEvent, list[WebhookAttempt]]]:
+    """The application's latest events, newest first, each with its attempts in order."""
+    events = list(db.session.scalars(select(WebhookEvent).where(
+        WebhookEvent.app_id == app.id, WebhookEvent.tenant_id == app.tenant_id)
+        .order_by(WebhookEvent.created_at.desc()).limit(limit)))
+    attempts: dict[uuid.UUID, list[WebhookAttempt]] = {event.id: [] for event in events}
+    for attempt in db.session.scalars(select(WebhookAttempt).where(
+            WebhookAttempt.event_id.in_(list(attempts))).order_by(WebhookAttempt.number)):
+        attempts[attempt.event_id].append(attempt)
+    return [(event, attempts[event.id]) for event in events]
