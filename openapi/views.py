@@ -57,24 +57,28 @@ def index():
     return _render_index()
 
 
-def _form_errors(form) -> dict:
-    """Confirmations the form needs before anything is created."""
-    errors = {}
-    scopes = form.getlist("scopes")
-    if scopes and form.get("confirm_processing") != "on":
-        errors["confirm_processing"] = "Confirm that an external server will process this data."
-    for scope, field in SCOPE_CONFIRMATIONS.items():
-        if scope in scopes and form.get(field) != "on":
-            errors[field] = "This scope needs its own confirmation."
-    return errors
-
-
 _CREATE_ERRORS = {
     "invalid_name": ("name", "Give the application a name of at most 80 characters."),
     "invalid_scopes": ("scopes", "Choose at least one scope."),
     "invalid_webhook_url": ("webhook_url", "Use a public https:// address on port 443, without a query or credentials."),
     "app_limit": ("form", "This organisation has created 100 applications (revoked ones count)."),
 }
+
+
+def _form_errors(form) -> dict:
+    """What the form lacks, all at once, before the service checks the values themselves."""
+    errors = {}
+    scopes = form.getlist("scopes")
+    if not form.get("name", "").strip():
+        errors["name"] = _CREATE_ERRORS["invalid_name"][1]
+    if not scopes:
+        errors["scopes"] = _CREATE_ERRORS["invalid_scopes"][1]
+    if scopes and form.get("confirm_processing") != "on":
+        errors["confirm_processing"] = "Confirm that an external server will process this data."
+    for scope, field in SCOPE_CONFIRMATIONS.items():
+        if scope in scopes and form.get(field) != "on":
+            errors[field] = "This scope needs its own confirmation."
+    return errors
 
 
 @bp.post("/open-platform/apps")

@@ -5,6 +5,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 from werkzeug.serving import make_server
 
+from tests.openapi.conftest import make_open_app  # noqa: F401
 from tests.studio.conftest import api, draft_app  # noqa: F401  the studio fixtures, shared here
 
 CHROMIUM = "/usr/bin/chromium"
