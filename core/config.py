@@ -65,6 +65,7 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         # Not environment settings: tests shorten them through create_app's overrides.
         "WEBHOOK_RETRY_INTERVALS": (30, 60, 120, 240, 480, 960, 1920),
         "WEBHOOK_LEASE_SECONDS": 60,
+        "OPEN_API_RATE_LIMIT": 60,  # per application per natural minute (spec); the schema fuzz raises it
     }
     for name, default in SWITCHES.items():
         raw = environ.get(name)

@@ -1,8 +1,10 @@
 """Open API v1 under /api/v1/open: bearer tokens, scopes, rate limit, customers and records."""
 import uuid
-from functools import wraps
+from functools import cache, wraps
+from pathlib import Path
 
-from flask import Blueprint, current_app, g, request
+import yaml
+from flask import Blueprint, current_app, g, jsonify, request
 
 from core.api import ApiError, ok
 from core.clock import utcnow
@@ -15,9 +17,9 @@ from openapi.webhooks import enqueue_delivery
 
 bp = Blueprint("open_api", __name__, url_prefix="/api/v1/open")
 
-RATE_LIMIT = 60
 BODY_LIMIT = 20_000
-PUBLIC_ENDPOINTS = {"open_api.openapi_document"}
+DOCUMENT = Path(__file__).with_name("openapi.yaml")
+PUBLIC_ENDPOINTS = {"open_api.openapi_json"}
 
 
 def _bearer_token() -> str:
@@ -36,7 +38,8 @@ def authenticate():
     if request.endpoint in PUBLIC_ENDPOINTS:
         return
     g.open_app = apps.authenticate(_bearer_token(), lock=request.method not in SAFE_METHODS, now=utcnow())
-    g.rate = hit_fixed_window(get_redis(), f"open:app:{g.open_app.id}", RATE_LIMIT, 60)
+    limit = current_app.config["OPEN_API_RATE_LIMIT"]
+    g.rate = hit_fixed_window(get_redis(), f"open:app:{g.open_app.id}", limit, 60)
     if not g.rate.allowed:
         raise ApiError("rate_limited", 429, headers={"Retry-After": str(g.rate.reset_after)})
 
@@ -45,7 +48,7 @@ def authenticate():
 def rate_headers(response):
     """Every authenticated answer says the limit and what is left of it this minute."""
     if "rate" in g:
-        response.headers["X-RateLimit-Limit"] = str(RATE_LIMIT)
+        response.headers["X-RateLimit-Limit"] = str(current_app.config["OPEN_API_RATE_LIMIT"])
         response.headers["X-RateLimit-Remaining"] = str(g.rate.remaining)
     return response
 
@@ -119,3 +122,15 @@ def create_record():
     if created.event_id is not None:
         enqueue_delivery(created.event_id)
     return ok(answer, 200 if created.replayed else 201)
+
+
+@cache
+def openapi_document() -> dict:
+    """openapi/openapi.yaml, parsed once."""
+    return yaml.safe_load(DOCUMENT.read_text())
+
+
+@bp.get("/openapi.json")
+def openapi_json():
+    """The OpenAPI 3.1 description of this API (public: it holds no tenant data)."""
+    return jsonify(openapi_document())

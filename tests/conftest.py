@@ -5,6 +5,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -15,6 +16,7 @@ from flask.testing import FlaskClient
 from flask_migrate import upgrade
 from rq import Queue
 from sqlalchemy import text
+from werkzeug.serving import make_server
 
 from app import create_app
 from core import egress
@@ -246,3 +248,14 @@ def dns(monkeypatch):
 
     monkeypatch.setattr(egress, "resolver", lookup)
     return answers
+
+
+@pytest.fixture
+def live_server(app):
+    """Serve the test app on a free loopback port for the duration of a test."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join(timeout=5)
