@@ -1,12 +1,15 @@
 """Open API v1 under /api/v1/open: bearer tokens, scopes, rate limit, customers and records."""
+import logging
 import uuid
 from functools import cache, wraps
 from pathlib import Path
 
 import yaml
 from flask import Blueprint, current_app, g, jsonify, request
+from redis.exceptions import RedisError
+from sqlalchemy.exc import OperationalError
 
-from core.api import ApiError, ok
+from core.api import ApiError, error_response, ok
 from core.clock import utcnow
 from core.db import db
 from core.guards import SAFE_METHODS, parse_json_object, read_limited_body
@@ -16,6 +19,7 @@ from openapi import apps, records
 from openapi.webhooks import enqueue_delivery
 
 bp = Blueprint("open_api", __name__, url_prefix="/api/v1/open")
+log = logging.getLogger(__name__)
 
 BODY_LIMIT = 20_000
 DOCUMENT = Path(__file__).with_name("openapi.yaml")
@@ -42,6 +46,15 @@ def authenticate():
     g.rate = hit_fixed_window(get_redis(), f"open:app:{g.open_app.id}", limit, 60)
     if not g.rate.allowed:
         raise ApiError("rate_limited", 429, headers={"Retry-After": str(g.rate.reset_after)})
+
+
+@bp.errorhandler(RedisError)
+@bp.errorhandler(OperationalError)
+def unavailable(error: Exception):
+    """A store the API needs is out of reach: 503 open_platform_unavailable, never a stack trace."""
+    log.error("open API dependency unavailable: %s", type(error).__name__)
+    db.session.rollback()
+    return error_response(ApiError("open_platform_unavailable", 503))
 
 
 @bp.after_request

@@ -338,3 +338,12 @@ def test_unknown_or_empty_scopes_are_refused(make_open_app, scopes):
     with pytest.raises(ApiError) as refused:
         make_open_app(scopes)
     assert (refused.value.code, refused.value.status) == ("invalid_scopes", 400)
+
+
+def test_an_unreachable_store_is_open_platform_unavailable(app_config, open_client):
+    from tests.conftest import build_app
+
+    broken = build_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"})  # nothing listens on port 1
+    response = broken.test_client().get("/api/v1/open/records", headers=open_client.headers())
+    assert response.status_code == 503 and code(response) == "open_platform_unavailable"
+    assert "Traceback" not in response.get_data(as_text=True)

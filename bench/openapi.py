@@ -1,0 +1,138 @@
+"""Open API v1: keyset paging at depth, record creation rate, webhook delivery throughput.
+
+Run: .venv/bin/python -m bench.openapi   (needs requirements-dev.txt for the trustme receiver)
+Targets (issue 5): the last page of 10,000 records <= 1.3 x the first page; POST /records
+>= 0.4 x GET /healthz; webhook deliveries with 4 workers, printed against single-process
+signed POSTs to the same loopback receiver.
+"""
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import trustme
+from sqlalchemy import insert, select, update
+
+from bench.common import bench_app, median_seconds, rate
+from core.config import PROJECT_ROOT
+from core.db import db
+from core.egress import post
+from desk.tenancy import create_tenant
+from openapi.apps import SCOPES, create_app
+from openapi.models import OpenApp, OpenRecord, WebhookEvent
+from openapi.webhooks import signed_headers
+from tests.peers import HttpsReceiver
+
+RECORDS = 10_000
+PAGE = 50
+EVENTS = 200
+WORKERS = 4
+
+
+def _app_with_records(app) -> tuple[str, list[str]]:
+    """An application holding 10,000 records; returns its token and the sorted record ids."""
+    with app.app_context():
+        tenant = create_tenant("Bench")
+        made = create_app(tenant.id, None, "Bench", list(SCOPES))
+        rows = [{"id": uuid.uuid4(), "tenant_id": tenant.id, "app_id": made.app.id, "data": {"n": n},
+                 "idempotency_key": uuid.uuid4(), "request_digest": "bench"} for n in range(RECORDS)]
+        db.session.execute(insert(OpenRecord), rows)
+        db.session.execute(update(OpenApp).where(OpenApp.id == made.app.id).values(record_count=RECORDS))
+        db.session.commit()
+        return made.token, sorted(str(row["id"]) for row in rows)
+
+
+def _paging(client, token: str, ids: list[str]) -> None:
+    """First page vs the last page of 10,000 records (keyset: both are one index range scan)."""
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def page(after: str | None):
+        query = {"after": after} if after else {}
+        assert client.get("/api/v1/open/records", headers=headers, query_string=query).status_code == 200
+
+    first = median_seconds(lambda: page(None), rounds=40)
+    last = median_seconds(lambda: page(ids[-PAGE - 1]), rounds=40)  # the last full page
+    print(f"GET /records first page            {first * 1000:8.2f} ms (baseline)")
+    print(f"GET /records after 9,949 records    {last * 1000:8.2f} ms   ratio {last / first:6.3f} (target <= 1.3)")
+
+
+def _creation(app, client) -> None:
+    """POST /records per second (a fresh application) against GET /healthz."""
+    with app.app_context():
+        tenant = create_tenant("Bench writes")
+        token = create_app(tenant.id, None, "Writes", ["app.records.write"]).token
+        db.session.commit()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def healthz():
+        assert client.get("/healthz").status_code == 200
+
+    def create():
+        response = client.post("/api/v1/open/records", data=b'{"data": {"order": "A-1", "amount": 12.5}}',
+                               headers={**headers, "Idempotency-Key": str(uuid.uuid4())})
+        assert response.status_code == 201, response.get_json()
+
+    base = rate(healthz)
+    created = rate(create)
+    print(f"GET /healthz                        {base:8.1f} req/s (baseline)")
+    print(f"POST /records                       {created:8.1f} req/s   ratio {created / base:6.3f} (target >= 0.4)")
+
+
+def _deliveries(app) -> None:
+    """4 real `flask jobs worker` processes deliver 200 events; baseline: signed POSTs in one process."""
+    ca = trustme.CA()
+    receiver = HttpsReceiver(ca, names=("localhost",)).start()
+    bundle = tempfile.NamedTemporaryFile(suffix=".pem", delete=False).name
+    ca.cert_pem.write_to_path(bundle)
+    knobs = {"EGRESS_ALLOW_CIDRS": "127.0.0.0/8", "EGRESS_PORT": receiver.port, "EGRESS_CA_BUNDLE": bundle}
+    app.config.update(knobs)
+    url = receiver.url("localhost")
+    with app.app_context():
+        tenant = create_tenant("Bench hooks")
+        made = create_app(tenant.id, None, "Hooks", ["app.records.write"], url)
+        db.session.commit()
+        body = b'{"id":"x"}'
+        baseline = rate(lambda: post(url, body, signed_headers(made.signing_secret, "x", body, time.time())))
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {made.token}", "Content-Type": "application/json"}
+    for n in range(EVENTS):
+        client.post("/api/v1/open/records", data=b'{"data": {"n": %d}}' % n,
+                    headers={**headers, "Idempotency-Key": str(uuid.uuid4())})
+    env = {**os.environ, **{k: str(v) for k, v in knobs.items()},
+           "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "REDIS_URL": app.config["REDIS_URL"],
+           "SECRET_KEY": app.config["SECRET_KEY"], "ENCRYPTION_KEY": app.config["ENCRYPTION_KEY"]}
+    received_before = len(receiver.received)
+    started = time.perf_counter()
+    workers = [subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "jobs", "worker", "--burst"],
+                                cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for _ in range(WORKERS)]
+    for worker in workers:
+        worker.wait(timeout=600)
+    elapsed = time.perf_counter() - started
+    with app.app_context():
+        delivered = db.session.scalar(select(db.func.count()).select_from(WebhookEvent)
+                                      .where(WebhookEvent.status == "delivered"))
+    receiver.stop()
+    throughput = delivered / elapsed
+    print(f"signed POSTs, one process           {baseline:8.1f} req/s (baseline)")
+    print(f"deliveries, {WORKERS} workers (incl. start) {throughput:8.1f} events/s   ratio {throughput / baseline:6.3f}"
+          f"   ({delivered}/{EVENTS} delivered, {len(receiver.received) - received_before} received)")
+
+
+def main() -> None:
+    """Print the three comparisons."""
+    logging.disable(logging.WARNING)
+    app = bench_app()
+    app.config["OPEN_API_RATE_LIMIT"] = 10**9  # measure the work, not the limiter
+    token, ids = _app_with_records(app)
+    client = app.test_client()
+    _paging(client, token, ids)
+    _creation(app, client)
+    _deliveries(app)
+
+
+if __name__ == "__main__":
+    main()
