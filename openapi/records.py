@@ -7,6 +7,7 @@ import uuid
 from typing import NamedTuple
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 
 from core.api import ApiError
 from core.clock import iso
@@ -137,23 +138,41 @@ class Created(NamedTuple):
     event_id: uuid.UUID | None
 
 
+def _find(app: OpenApp, key: uuid.UUID) -> OpenRecord | None:
+    """The record this application created earlier under the key, if any."""
+    return db.session.scalar(select(OpenRecord).where(OpenRecord.app_id == app.id,
+                                                      OpenRecord.idempotency_key == key))
+
+
+def _replay(existing: OpenRecord, digest: str) -> Created:
+    """The original record for the same JSON; a conflict for other JSON under the same key."""
+    if existing.request_digest != digest:
+        raise ApiError("idempotency_conflict", 409)
+    return Created(existing, True, None)
+
+
 def create_record(app: OpenApp, key: uuid.UUID, data: object) -> Created:
     """Create a record once per key; the caller holds the application's row lock."""
     digest = hashlib.sha256(validate_data(data).encode("utf-8")).hexdigest()
-    existing = db.session.scalar(select(OpenRecord).where(OpenRecord.app_id == app.id,
-                                                          OpenRecord.idempotency_key == key))
+    existing = _find(app, key)
     if existing is not None:
-        if existing.request_digest != digest:
-            raise ApiError("idempotency_conflict", 409)
-        return Created(existing, True, None)
-    counted = db.session.execute(update(OpenApp).where(
-        OpenApp.id == app.id, OpenApp.record_count < RECORDS_PER_APP)
-        .values(record_count=OpenApp.record_count + 1))
-    if counted.rowcount != 1:
-        raise ApiError("record_limit", 429)
-    record = OpenRecord(tenant_id=app.tenant_id, app_id=app.id, data=data, idempotency_key=key,
-                        request_digest=digest)
-    db.session.add(record)
-    db.session.flush()  # the unique (app_id, idempotency_key) is the backstop behind the row lock
-    event = add_record_event(app, record) if app.webhook_url else None
+        return _replay(existing, digest)
+    try:
+        with db.session.begin_nested():
+            counted = db.session.execute(update(OpenApp).where(
+                OpenApp.id == app.id, OpenApp.record_count < RECORDS_PER_APP)
+                .values(record_count=OpenApp.record_count + 1))
+            if counted.rowcount != 1:
+                raise ApiError("record_limit", 429)
+            record = OpenRecord(tenant_id=app.tenant_id, app_id=app.id, data=data, idempotency_key=key,
+                                request_digest=digest)
+            db.session.add(record)
+            db.session.flush()
+            event = add_record_event(app, record) if app.webhook_url else None
+            db.session.flush()
+    except IntegrityError:  # without row locks (SQLite) the unique key settles a concurrent twin
+        existing = _find(app, key)
+        if existing is None:
+            raise
+        return _replay(existing, digest)
     return Created(record, False, event.id if event else None)

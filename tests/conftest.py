@@ -259,3 +259,14 @@ def live_server(app):
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
     thread.join(timeout=5)
+
+
+def start_of_a_fresh_minute(needed: float = 15.0) -> None:
+    """Wait for the next natural minute when fewer than `needed` seconds are left in this one.
+
+    Per-minute limits count in fixed windows of server time; a test that makes many requests
+    must not straddle a window boundary.
+    """
+    left = 60 - time.time() % 60
+    if left < needed:
+        time.sleep(left + 0.2)

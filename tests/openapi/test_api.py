@@ -1,5 +1,6 @@
 """Open API v1 through its public surface: auth, scopes, customers, records, limits, errors."""
 import json
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -13,6 +14,7 @@ from core.crypto import sha256_hex
 from core.db import db
 from desk.models import Customer, Tenant
 from openapi.models import OpenApp, OpenRecord, WebhookEvent
+from tests.conftest import start_of_a_fresh_minute
 from tests.openapi.conftest import OpenClient
 
 
@@ -279,6 +281,7 @@ def test_twenty_parallel_identical_requests_make_one_record_and_one_event(make_o
 
 def test_rate_limit_headers_and_the_61st_request(make_open_app):
     client = make_open_app(["app.records.read"])[1]
+    start_of_a_fresh_minute()
     first = client.get("/records")
     assert first.headers["X-RateLimit-Limit"] == "60" and first.headers["X-RateLimit-Remaining"] == "59"
     for _ in range(29):
@@ -293,6 +296,7 @@ def test_rate_limit_headers_and_the_61st_request(make_open_app):
 
 def test_the_rate_limit_is_per_application(make_open_app):
     one, two = make_open_app()[1], make_open_app(name="Second")[1]
+    start_of_a_fresh_minute()
     for _ in range(60):
         one.get("/records")
     assert code(one.get("/records")) == "rate_limited"
@@ -347,3 +351,39 @@ def test_an_unreachable_store_is_open_platform_unavailable(app_config, open_clie
     response = broken.test_client().get("/api/v1/open/records", headers=open_client.headers())
     assert response.status_code == 503 and code(response) == "open_platform_unavailable"
     assert "Traceback" not in response.get_data(as_text=True)
+
+
+def test_revocation_waits_for_an_in_flight_write_of_the_application(app, make_open_app, tenant, admin):
+    import threading
+
+    from sqlalchemy import text
+
+    from openapi.apps import revoke
+
+    found, client, _ = make_open_app()
+    order, holding = [], threading.Event()
+
+    def in_flight_write():
+        with app.app_context(), db.engine.connect() as connection:
+            connection.execute(text("UPDATE open_app SET record_count = record_count WHERE id = :id"),
+                               {"id": found.id.hex if db.engine.dialect.name == "sqlite" else found.id})
+            holding.set()
+            time.sleep(1)
+            order.append("write done")
+            connection.commit()
+
+    def revoke_now():
+        with app.app_context():
+            revoke(tenant.id, admin.user_id, found.id)
+            db.session.commit()
+            order.append("revoked")
+
+    writer = threading.Thread(target=in_flight_write)
+    writer.start()
+    assert holding.wait(10)
+    revoker = threading.Thread(target=revoke_now)
+    revoker.start()
+    writer.join(20)
+    revoker.join(20)
+    assert order == ["write done", "revoked"]
+    assert code(client.get("/records")) == "unauthorized"

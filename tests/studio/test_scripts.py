@@ -19,6 +19,7 @@ from core.config import PROJECT_ROOT
 from studio.runner import SANDBOX, Sandbox
 from studio.sandbox import NOBODY
 from studio.scripts import run_code
+from tests.conftest import start_of_a_fresh_minute
 from tests.studio.conftest import ConsoleApi, sample_definition
 
 TOTAL = ("const {amount = 0, title} = input;\n"
@@ -233,6 +234,7 @@ def _executions(tenant) -> int:
 
 def test_thirty_executions_per_minute_then_rate_limited(api, runner, tenant):
     app_id = api.create(CODE_DEFINITION)
+    start_of_a_fresh_minute(5)
     assert api.simulate(app_id, data={"title": "a"}).status_code == 200
     (key,) = get_redis().keys(f"limit:fw:scripts:tenant:{tenant.id}:*")
     get_redis().set(key, 30)
