@@ -32,6 +32,17 @@ class ApiError(Exception):
         self.extra = extra or {}
 
 
+def parse_uuid(value: object, code: str) -> uuid.UUID:
+    """A UUID in its canonical text form (any case), else `400 <code>`."""
+    try:
+        parsed = uuid.UUID(value)
+    except (TypeError, ValueError, AttributeError):
+        raise ApiError(code, 400) from None
+    if str(parsed) != value.lower():
+        raise ApiError(code, 400)
+    return parsed
+
+
 def request_id() -> str:
     """The id of the current request, fresh for each request."""
     if "request_id" not in g:

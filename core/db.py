@@ -3,10 +3,13 @@ import uuid
 from datetime import datetime, timezone
 
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator, Uuid, event
+from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator, Uuid, event, insert, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, registry
+
+from core.api import ApiError
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -70,3 +73,20 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
         cursor.execute("PRAGMA synchronous=NORMAL")  # safe with WAL; skips an fsync per commit
         cursor.execute("PRAGMA busy_timeout=15000")
         cursor.close()
+
+
+def take_tenant_slot(counter, tenant_id: uuid.UUID, limit: int, code: str) -> None:
+    """Count one more of a tenant's items in `counter` (a table keyed by tenant with `app_count`).
+
+    One conditional UPDATE, race-free on PostgreSQL and SQLite; past `limit` it raises
+    `ApiError(code, 429)`. The count never goes down, so deleted or revoked items keep counting.
+    """
+    try:
+        with db.session.begin_nested():
+            db.session.execute(insert(counter).values(tenant_id=tenant_id, app_count=0))
+    except IntegrityError:
+        pass  # the counter row exists already
+    taken = db.session.execute(update(counter).where(counter.tenant_id == tenant_id, counter.app_count < limit)
+                               .values(app_count=counter.app_count + 1))
+    if taken.rowcount != 1:
+        raise ApiError(code, 429)

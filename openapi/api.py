@@ -9,7 +9,7 @@ from flask import Blueprint, current_app, g, jsonify, request
 from redis.exceptions import RedisError
 from sqlalchemy.exc import OperationalError
 
-from core.api import ApiError, error_response, ok
+from core.api import ApiError, error_response, ok, parse_uuid
 from core.clock import utcnow
 from core.db import db
 from core.guards import SAFE_METHODS, parse_json_object, read_limited_body
@@ -99,18 +99,6 @@ def list_records():
     return ok(records.list_records(g.open_app, records.parse_cursor(request.args.get("after"))))
 
 
-def _idempotency_key() -> uuid.UUID:
-    """The required `Idempotency-Key` header: a UUID (400 idempotency_key_required)."""
-    value = request.headers.get("Idempotency-Key", "").strip()
-    try:
-        key = uuid.UUID(value)
-    except ValueError:
-        raise ApiError("idempotency_key_required", 400) from None
-    if str(key) != value.lower():
-        raise ApiError("idempotency_key_required", 400)
-    return key
-
-
 def _record_body() -> object:
     """`{data}` from a JSON body of at most 20,000 bytes (413), else 400 invalid_record."""
     raw = read_limited_body(BODY_LIMIT)
@@ -129,7 +117,8 @@ def _record_body() -> object:
 @scope_required("app.records.write")
 def create_record():
     """Create a record once per idempotency key; the event (with a URL) is queued after commit."""
-    created = records.create_record(g.open_app, _idempotency_key(), _record_body())
+    key = parse_uuid(request.headers.get("Idempotency-Key", "").strip(), "idempotency_key_required")
+    created = records.create_record(g.open_app, key, _record_body())
     answer = records.record_json(created.record)
     db.session.commit()
     if created.event_id is not None:

@@ -4,14 +4,13 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import select, update
 
 from core import audit
 from core.api import ApiError
 from core.clock import utcnow
 from core.crypto import encrypt, sha256_hex
-from core.db import db
+from core.db import db, take_tenant_slot
 from core.egress import EgressRefused, check_url
 from desk.models import Tenant
 from openapi.models import OpenApp, OpenTenantUsage, WebhookEvent
@@ -64,25 +63,11 @@ def _clean_url(url: object) -> str | None:
     return url
 
 
-def _reserve_slot(tenant_id: uuid.UUID) -> None:
-    """Count one more application for the tenant (revoked ones keep counting), race-free."""
-    try:
-        with db.session.begin_nested():
-            db.session.execute(insert(OpenTenantUsage).values(tenant_id=tenant_id, app_count=0))
-    except IntegrityError:
-        pass  # the counter row exists already
-    taken = db.session.execute(update(OpenTenantUsage).where(
-        OpenTenantUsage.tenant_id == tenant_id, OpenTenantUsage.app_count < APPS_PER_TENANT)
-        .values(app_count=OpenTenantUsage.app_count + 1))
-    if taken.rowcount != 1:
-        raise ApiError("app_limit", 429)
-
-
 def create_app(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, name: object, scopes: object,
                webhook_url: object = None) -> Credentials:
     """Create an application; the token (and secret, with a URL) exist in plain text only here."""
     name, scopes, url = _clean_name(name), clean_scopes(scopes), _clean_url(webhook_url)
-    _reserve_slot(tenant_id)
+    take_tenant_slot(OpenTenantUsage, tenant_id, APPS_PER_TENANT, "app_limit")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     secret = "whsec_" + secrets.token_hex(32) if url else None
     now = utcnow()

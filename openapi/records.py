@@ -9,7 +9,7 @@ from typing import NamedTuple
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
-from core.api import ApiError
+from core.api import ApiError, parse_uuid
 from core.clock import iso
 from core.db import db
 from desk.models import Customer
@@ -33,15 +33,7 @@ CUSTOMER_FIELDS = {
 
 def parse_cursor(value: str | None) -> uuid.UUID | None:
     """The `after` query parameter: absent, or a UUID in text form (400 invalid_cursor)."""
-    if value is None:
-        return None
-    try:
-        cursor = uuid.UUID(value)
-    except ValueError:
-        raise ApiError("invalid_cursor", 400) from None
-    if str(cursor) != value.lower():
-        raise ApiError("invalid_cursor", 400)
-    return cursor
+    return None if value is None else parse_uuid(value, "invalid_cursor")
 
 
 def _page(rows: list, as_json) -> dict:

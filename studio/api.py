@@ -4,7 +4,7 @@ import uuid
 from flask import Blueprint, current_app
 from flask_login import current_user
 
-from core.api import ApiError, ok
+from core.api import ApiError, ok, parse_uuid
 from core.db import db
 from core.guards import console_json_body
 from desk.sessions import admin_console_required, current_member
@@ -144,17 +144,6 @@ def disable(app_id: uuid.UUID):
     return ok({"enabled": False, "active_version": found.active_version})
 
 
-def _idempotency_key(value: object) -> uuid.UUID:
-    """A UUID in its canonical text form."""
-    try:
-        key = uuid.UUID(value)
-    except (TypeError, ValueError, AttributeError):
-        raise ApiError("invalid_idempotency_key", 400) from None
-    if str(key) != value.lower():
-        raise ApiError("invalid_idempotency_key", 400)
-    return key
-
-
 @bp.post("/<uuid:app_id>/records")
 @admin_console_required
 def create_record(app_id: uuid.UUID):
@@ -163,7 +152,7 @@ def create_record(app_id: uuid.UUID):
     body = _body(("version", "input", "idempotency_key"), ("version", "input", "idempotency_key"))
     version = _version_number(body["version"])
     record, replayed = records.create_record(found, current_user.id, version, body["input"],
-                                             _idempotency_key(body["idempotency_key"]))
+                                             parse_uuid(body["idempotency_key"], "invalid_idempotency_key"))
     if replayed:
         answer = {"record_id": str(record.id), "replayed": True}
     else:

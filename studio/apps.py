@@ -1,13 +1,12 @@
 """Applications and their immutable versions: create, version, simulate, publish, disable."""
 import uuid
 
-from sqlalchemy import insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import select, update
 
 from core import audit
 from core.api import ApiError
 from core.clock import utcnow
-from core.db import db
+from core.db import db, take_tenant_slot
 from desk.models import User
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS
 from studio.definition import definition_hash, validate_definition
@@ -59,21 +58,6 @@ def author_emails(versions: list[StudioVersion]) -> dict:
     return dict(db.session.execute(select(User.id, User.email).where(User.id.in_(ids))).all())
 
 
-def _reserve_app_slot(tenant_id: uuid.UUID) -> None:
-    """Count one more application for the tenant, or refuse past the limit (race-free)."""
-    try:
-        with db.session.begin_nested():
-            db.session.execute(insert(StudioTenantUsage).values(tenant_id=tenant_id, app_count=0))
-    except IntegrityError:
-        pass  # the counter row exists already
-    reserved = db.session.execute(update(StudioTenantUsage).where(
-        StudioTenantUsage.tenant_id == tenant_id,
-        StudioTenantUsage.app_count < LIMITS["apps_per_tenant"])
-        .values(app_count=StudioTenantUsage.app_count + 1))
-    if reserved.rowcount != 1:
-        raise ApiError("extension_limit", 429)
-
-
 def _next_version_number(found: StudioApp) -> int:
     """Take the next version number with one conditional UPDATE (100 per application)."""
     taken = db.session.execute(update(StudioApp).where(
@@ -103,7 +87,7 @@ def create_app(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, raw_definition:
                origin: str | None = None, license: str | None = None) -> StudioVersion:
     """Create an application with its version-1 draft (never published)."""
     definition = validate_definition(raw_definition)
-    _reserve_app_slot(tenant_id)
+    take_tenant_slot(StudioTenantUsage, tenant_id, LIMITS["apps_per_tenant"], "extension_limit")
     found = StudioApp(tenant_id=tenant_id, name=definition["name"], created_by=actor_id,
                       origin=origin, license=license)
     db.session.add(found)

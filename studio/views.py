@@ -5,7 +5,7 @@ import uuid
 from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from core.api import ApiError
+from core.api import ApiError, parse_uuid
 from core.db import db
 from desk.sessions import admin_console_required, current_member
 from studio import apps, records
@@ -196,18 +196,10 @@ def submit_record(app_id: uuid.UUID):
         version = apps.get_version(found, found.active_version)
         _, replayed = records.create_record(found, current_user.id, version.version,
                                             form_to_input(version.definition, request.form),
-                                            _form_key(request.form.get("idempotency_key", "")))
+                                            parse_uuid(request.form.get("idempotency_key", ""), "invalid_idempotency_key"))
     except ApiError as err:
         db.session.rollback()
         return _render_app(found, status=422, record_error=err, record_form=request.form)
     db.session.commit()
     flash("This submission was already saved." if replayed else "Record saved.", "ok")
     return redirect(_app_url(found, anchor="ledger"))
-
-
-def _form_key(text: str) -> uuid.UUID:
-    """The idempotency key the record form was rendered with."""
-    try:
-        return uuid.UUID(text)
-    except ValueError:
-        raise ApiError("invalid_idempotency_key", 400) from None
