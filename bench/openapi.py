@@ -20,6 +20,7 @@ from bench.common import bench_app, median_seconds, rate
 from core.config import PROJECT_ROOT
 from core.db import db
 from core.egress import post
+from desk.models import Customer
 from desk.tenancy import create_tenant
 from openapi.apps import SCOPES, create_app
 from openapi.models import OpenApp, OpenRecord, WebhookEvent
@@ -60,11 +61,14 @@ def _paging(client, token: str, ids: list[str]) -> None:
 
 
 def _creation(app, client) -> None:
-    """POST /records per second (a fresh application) against GET /healthz."""
+    """POST /records per second (a fresh application) against GET /healthz and an authenticated read."""
     with app.app_context():
         tenant = create_tenant("Bench writes")
-        token = create_app(tenant.id, None, "Writes", ["app.records.write"]).token
+        token = create_app(tenant.id, None, "Writes", ["app.records.write", "customers.basic.read"]).token
+        customer = Customer(tenant_id=tenant.id, name="Bench customer")
+        db.session.add(customer)
         db.session.commit()
+        customer_url = f"/api/v1/open/customers/{customer.id}"
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
     def healthz():
@@ -75,10 +79,16 @@ def _creation(app, client) -> None:
                                headers={**headers, "Idempotency-Key": str(uuid.uuid4())})
         assert response.status_code == 201, response.get_json()
 
+    def read():
+        assert client.get(customer_url, headers=headers).status_code == 200
+
     base = rate(healthz)
+    reads = rate(read)
     created = rate(create)
     print(f"GET /healthz                        {base:8.1f} req/s (baseline)")
-    print(f"POST /records                       {created:8.1f} req/s   ratio {created / base:6.3f} (target >= 0.4)")
+    print(f"GET /customers/{{id}} (authenticated) {reads:8.1f} req/s (second baseline)")
+    print(f"POST /records                       {created:8.1f} req/s   ratio {created / base:6.3f} (target >= 0.4)"
+          f"   vs the authenticated read {created / reads:6.3f}")
 
 
 def _deliveries(app) -> None:

@@ -63,11 +63,17 @@ def main() -> None:
         body = {"version": 1, "input": SAMPLE, "idempotency_key": str(uuid.uuid4())}
         assert client.post(url, json=body, headers={"Origin": "http://localhost"}).status_code == 200
 
+    def capabilities():
+        assert client.get("/api/extensions/capabilities").status_code == 200
+
     base = rate(healthz)
+    reads = rate(capabilities)
     submitted = rate(submit, seconds=4.0)
     print(f"GET /healthz                  {base:9.1f} req/s (baseline)")
+    print(f"GET /api/extensions/capabilities {reads:6.1f} req/s (authenticated console read)")
     print(f"POST record (12 fields/8 rules) {submitted:7.1f} req/s")
     print(f"ratio submit/healthz          {submitted / base:9.3f}   (target >= 0.4)")
+    print(f"ratio submit/authenticated read {submitted / reads:7.3f}")
     _charts(app, tenant_id, app_id)
 
 
