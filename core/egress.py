@@ -79,7 +79,10 @@ def check_url(url: str) -> Target:
         raise EgressRefused("query_not_allowed")
     if port != current_app.config["EGRESS_PORT"]:
         raise EgressRefused("port_not_allowed")
-    host = (parts.hostname or "").rstrip(".")
+    try:  # certificates name the ASCII (IDNA) form of a host
+        host = (parts.hostname or "").rstrip(".").encode("idna").decode("ascii")
+    except UnicodeError:
+        raise EgressRefused("invalid_url") from None
     if not host:
         raise EgressRefused("invalid_url")
     if ":" in host:
@@ -133,7 +136,7 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float = 10.0,
     try:
         answer = pool.urlopen("POST", target.path, body=body, headers={**headers, "Host": host},
                               redirect=False, retries=False, preload_content=False)
-        data = answer.read(limit + 1, decode_content=False)
+        data = _read_bounded(answer, limit, started + timeout)
         answer.release_conn()
     except urllib3.exceptions.HTTPError as error:
         raise EgressFailed(_failure_reason(error)) from None
@@ -142,6 +145,20 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float = 10.0,
     if len(data) > limit:
         raise EgressFailed("response_too_large")
     return Response(status=answer.status, body=data, elapsed=time.monotonic() - started)
+
+
+def _read_bounded(answer, limit: int, deadline: float) -> bytes:
+    """The body up to `limit` + 1 bytes, in chunks, never past the attempt's deadline."""
+    chunks, size = [], 0
+    while size <= limit:
+        if time.monotonic() > deadline:
+            raise EgressFailed("timeout")
+        chunk = answer.read(min(8192, limit + 1 - size), decode_content=False)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _failure_reason(error: Exception) -> str:

@@ -17,7 +17,7 @@ def queue(name: str) -> Queue:
 
 
 def enqueue(func: str, *args, queue_name: str = DEFAULT, job_id: str | None = None,
-            retry: Retry | None = None, **kwargs):
+            retry: Retry | None = None, job_timeout: int | None = None, **kwargs):
     """Enqueue `func` (an import path: a job's wire format) with id-only arguments.
 
     A deterministic `job_id` collapses duplicates while the first is still queued.
@@ -28,4 +28,4 @@ def enqueue(func: str, *args, queue_name: str = DEFAULT, job_id: str | None = No
         existing = q.fetch_job(job_id)
         if existing is not None and existing.get_status(refresh=True) in ("queued", "scheduled", "deferred", "started"):
             return existing
-    return q.enqueue(func, args=args, kwargs=kwargs, job_id=job_id, retry=retry)
+    return q.enqueue(func, args=args, kwargs=kwargs, job_id=job_id, retry=retry, job_timeout=job_timeout)

@@ -122,7 +122,10 @@ def create_record():
     answer = records.record_json(created.record)
     db.session.commit()
     if created.event_id is not None:
-        enqueue_delivery(created.event_id)
+        try:
+            enqueue_delivery(created.event_id)
+        except RedisError:  # the record is saved: the tick's sweeper enqueues the event later
+            log.error("could not enqueue webhook event %s; the sweeper will", created.event_id)
     return ok(answer, 200 if created.replayed else 201)
 
 

@@ -26,4 +26,5 @@ def open_apps_create(tenant_id, name, scopes, webhook_url, as_json):
                           webhook_url)
     made = commit_or_fail(create)
     emit({"app_id": str(made.app.id), "token": made.token, "signing_secret": made.signing_secret},
-         as_json, f"application {made.app.id} created; token {made.token}")
+         as_json, f"application {made.app.id} created; token {made.token}"
+         + (f"; signing secret {made.signing_secret}" if made.signing_secret else ""))

@@ -20,6 +20,7 @@ PAGE_SIZE = 50
 RECORDS_PER_APP = 10_000
 MAX_FIELDS = 32
 STRING_CHARS = 2_000
+MAX_NUMBER = 1.7976931348623157e308  # a JSON number a client can parse back as a double
 DATA_BYTES = 16_000
 FIELD_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,31}", re.ASCII)
 FORBIDDEN_NAMES = frozenset({"tenant_id", "constructor", "prototype", "__proto__"})
@@ -92,7 +93,7 @@ def _valid_value(value: object) -> bool:
     if value is None or isinstance(value, bool):
         return True
     if isinstance(value, (int, float)):
-        return math.isfinite(value)
+        return abs(value) <= MAX_NUMBER and math.isfinite(value)  # huge integers would overflow isfinite
     if isinstance(value, str):
         return len(value) <= STRING_CHARS and "\x00" not in value and not _has_lone_surrogate(value)
     return False

@@ -7,6 +7,7 @@ delivery whose worker died is found by the tick's sweeper once its lease has pas
 enqueued again: delivery is at least once.
 """
 import json
+import logging
 import time
 import uuid
 from datetime import timedelta
@@ -25,9 +26,12 @@ from openapi.models import OpenApp, OpenRecord, WebhookAttempt, WebhookEvent
 
 EVENT_TYPE = "app.record.created"
 ATTEMPT_SECONDS = 10
+JOB_SECONDS = 30  # RQ's bound on one attempt's job; below the sweeper's lease
+SCHEDULE_SLACK = timedelta(seconds=2)
 IN_FLIGHT = "in_flight"  # an attempt's error until it ends; the sweeper turns a stuck one "interrupted"
 
 
+log = logging.getLogger(__name__)
 register_tick("openapi.webhooks.sweep")
 
 
@@ -59,7 +63,7 @@ def retry_intervals() -> list[int]:
 def enqueue_delivery(event_id: uuid.UUID, suffix: str = "") -> None:
     """Queue the event's delivery (after the commit); the job id collapses duplicates."""
     intervals = retry_intervals()
-    enqueue("jobs.tasks.deliver_webhook", str(event_id), queue_name=WEBHOOKS,
+    enqueue("jobs.tasks.deliver_webhook", str(event_id), queue_name=WEBHOOKS, job_timeout=JOB_SECONDS,
             job_id=f"webhook-{event_id}{suffix}", retry=Retry(max=len(intervals), interval=intervals))
 
 
@@ -72,11 +76,20 @@ def signed_headers(secret: str, event_id: str, body: bytes, now: float) -> dict[
 
 
 def _claim(event: WebhookEvent) -> WebhookAttempt | None:
-    """Start the next attempt (compare-and-swap on `attempts`); None when another job has it."""
+    """Start the next attempt (compare-and-swap on `attempts`); None when it is not this job's.
+
+    Not before the event's next attempt is due (RQ schedules in whole seconds, hence the slack),
+    and never past the last attempt: a stray retry chain cannot add attempts or hurry them.
+    """
+    if event.attempts > len(retry_intervals()):
+        event.status, event.finished_at = "failed", utcnow()
+        db.session.commit()
+        return None
     number = event.attempts + 1
     claimed = db.session.execute(update(WebhookEvent).where(
         WebhookEvent.id == event.id, WebhookEvent.status == "pending",
-        WebhookEvent.attempts == event.attempts).values(
+        WebhookEvent.attempts == event.attempts,
+        WebhookEvent.next_attempt_at <= utcnow() + SCHEDULE_SLACK).values(
         attempts=number, next_attempt_at=utcnow() + _lease()))
     if claimed.rowcount != 1:
         db.session.rollback()
@@ -96,6 +109,9 @@ def _send(app: OpenApp, event: WebhookEvent) -> tuple[int | None, str | None]:
         answer = post(app.webhook_url, body, headers, timeout=ATTEMPT_SECONDS)
     except (EgressRefused, EgressFailed) as failure:
         return None, failure.reason
+    except Exception as error:  # the attempt must still be recorded, or the event would loop
+        log.error("webhook attempt of event %s failed inside: %s", event.id, type(error).__name__)
+        return None, "internal_error"
     return answer.status, None
 
 
@@ -125,7 +141,7 @@ def deliver(event_id: str) -> str:
     app = db.session.get(OpenApp, event.app_id)
     attempt = _claim(event)
     if attempt is None:
-        return "claimed elsewhere"
+        return "not claimed"
     clock = time.monotonic()
     status, error = _send(app, event)
     if _finish(attempt, status, error, time.monotonic() - clock):
@@ -141,9 +157,10 @@ def sweep() -> int:
         WebhookEvent.status == "pending", WebhookEvent.next_attempt_at < utcnow() - _lease())))
     if not stale:
         return 0
-    db.session.execute(update(WebhookAttempt).where(
-        WebhookAttempt.event_id.in_([event_id for event_id, _ in stale]), WebhookAttempt.error == IN_FLIGHT)
-        .values(error="interrupted"))
+    for event_id, attempts in stale:  # only the attempt the stale state belongs to
+        db.session.execute(update(WebhookAttempt).where(
+            WebhookAttempt.event_id == event_id, WebhookAttempt.number == attempts,
+            WebhookAttempt.error == IN_FLIGHT).values(error="interrupted"))
     db.session.commit()
     for event_id, attempts in stale:
         enqueue_delivery(event_id, suffix=f"-sweep{attempts}")

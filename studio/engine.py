@@ -106,7 +106,8 @@ def _is_textarea(field: dict, value: object) -> bool:
 
 def _is_number(field: dict, value: object) -> bool:
     """A JSON number (not a bool or numeric string), finite and within ±1e12."""
-    return _kind(value) is float and math.isfinite(value) and abs(value) <= NUMBER_MAX
+    # Compare before isfinite: a huge JSON integer would overflow it.
+    return _kind(value) is float and abs(value) <= NUMBER_MAX and math.isfinite(value)
 
 
 def is_calendar_date(value: object) -> bool:

@@ -53,6 +53,9 @@ class Sandbox:
                 line = process.stdout.readline()
             except (BrokenPipeError, OSError):
                 line = ""
+            except BaseException:  # e.g. the job's timeout: a late reply must not reach the next task
+                process.kill()
+                raise
             if not line:
                 process.kill()
                 return {"ok": False, "code": "code_resource_limit", "message": "the sandbox stopped",

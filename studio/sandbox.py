@@ -98,7 +98,16 @@ def evaluate(source: str, input_json: str) -> dict:
     envelope = json.loads(result)
     if "invalid" in envelope:
         return _failure("code_invalid_output", envelope["invalid"])
-    return {"ok": True, "output": envelope["output"]}
+    output = envelope["output"]  # checked again: toJSON or getters can change what JSON.stringify saw
+    if not isinstance(output, dict) or not all(_is_scalar(value) for value in output.values()):
+        return _failure("code_invalid_output", "the script must return a plain object of JSON values")
+    return {"ok": True, "output": output}
+
+
+def _is_scalar(value: object) -> bool:
+    """A JSON string, finite number, boolean or null."""
+    return value is None or isinstance(value, (str, bool, int)) or (isinstance(value, float) and value == value
+                                                                    and abs(value) != float("inf"))
 
 
 def _child(request: dict, write_fd: int) -> None:

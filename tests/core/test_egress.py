@@ -99,3 +99,7 @@ def test_without_the_knobs_loopback_is_never_public(app, dns):
     dns["receiver.test"] = [["127.0.0.1"]]
     with pytest.raises(egress.EgressRefused):
         post("https://receiver.test/hook")
+
+
+def test_an_international_host_name_is_sent_in_its_ascii_form(app):
+    assert egress.check_url("https://bücher.example/hook").host == "xn--bcher-kva.example"

@@ -387,3 +387,8 @@ def test_revocation_waits_for_an_in_flight_write_of_the_application(app, make_op
     revoker.join(20)
     assert order == ["write done", "revoked"]
     assert code(client.get("/records")) == "unauthorized"
+
+
+def test_a_huge_integer_is_an_invalid_record_not_a_server_error(open_client):
+    response = open_client.post_record(None, str(uuid.uuid4()), raw=b'{"data": {"n": 1' + b"0" * 400 + b"}}")
+    assert response.status_code == 400 and code(response) == "invalid_record"

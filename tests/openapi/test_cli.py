@@ -29,3 +29,9 @@ def test_open_apps_create_refuses_unknown_scopes_and_tenants(app, tenant):
     no_tenant = app.test_cli_runner().invoke(args=["open-apps", "create", "--tenant", str(uuid.uuid4()), "--name", "x",
                                                    "--scopes", "app.records.read", "--json"])
     assert no_tenant.exit_code != 0 and "not_found" in no_tenant.output
+
+
+def test_the_text_output_also_shows_the_signing_secret_once(app, tenant):
+    result = app.test_cli_runner().invoke(args=["open-apps", "create", "--tenant", str(tenant.id), "--name", "Text",
+                                                "--scopes", "app.records.write", "--webhook-url", "https://erp.example.com/in"])
+    assert result.exit_code == 0 and "token csk_" in result.output and "signing secret whsec_" in result.output

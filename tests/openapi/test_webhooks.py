@@ -183,3 +183,21 @@ def test_a_worker_killed_mid_delivery_still_delivers(hooked, receiver, redis_con
     assert [a.error for a in db.session.scalars(select(WebhookAttempt).order_by(WebhookAttempt.number))] == \
         ["interrupted", None]
     assert verify(secret, receiver.received[1].headers, receiver.received[1].body)
+
+
+def test_a_stray_job_after_the_last_attempt_adds_no_attempt(hooked, receiver, redis_conn):
+    _, client, _ = hooked
+    create(client)
+    db.session.execute(update(WebhookEvent).values(attempts=8))
+    db.session.commit()
+    webhooks.deliver(str(the_event().id))
+    assert receiver.received == [] and the_event().status == "failed"
+
+
+def test_an_attempt_is_not_made_before_it_is_due(hooked, receiver):
+    _, client, _ = hooked
+    create(client)
+    db.session.execute(update(WebhookEvent).values(next_attempt_at=utcnow() + timedelta(minutes=5)))
+    db.session.commit()
+    assert webhooks.deliver(str(the_event().id)) == "not claimed"
+    assert receiver.received == [] and the_event().attempts == 0

@@ -426,3 +426,7 @@ def test_input_digest_is_sha256_of_the_compact_serialization():
 
 def test_input_digest_tolerates_a_lone_surrogate_that_validation_will_refuse():
     assert len(input_digest({"title": "\ud800"})) == 64
+
+
+def test_a_huge_integer_is_refused_not_an_overflow():
+    assert refused({"title": "T", "amount": 10 ** 400}) == ("invalid_json", "input.amount")

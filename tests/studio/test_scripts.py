@@ -264,3 +264,13 @@ def test_requests_behind_a_busy_runner_get_runner_busy_and_the_runner_recovers(a
             break
         time.sleep(0.1)
     assert simulate(None).status_code == 200  # the runner serves the next task afterwards
+
+
+@pytest.mark.parametrize("source", [
+    "const o = {}; Object.defineProperty(o, 'toJSON', {value: () => 5}); return o;",
+    "const o = {}; Object.defineProperty(o, 'toJSON', {value: () => null}); return o;",
+    "let n = 0; return {get a() { n += 1; return n > 1 ? {deep: 1} : 1; }};",
+])
+def test_output_that_changes_while_it_is_serialized_is_invalid(box, source):
+    reply = run(box, source)
+    assert reply["ok"] is False and reply["code"] == "code_invalid_output"
