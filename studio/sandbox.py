@@ -12,6 +12,7 @@ runs. The script is compiled with `new Function("input", source)`, so it is exac
 body; its result must be a plain object of JSON scalars.
 """
 import json
+import math
 import os
 import re
 import resource
@@ -106,8 +107,7 @@ def evaluate(source: str, input_json: str) -> dict:
 
 def _is_scalar(value: object) -> bool:
     """A JSON string, finite number, boolean or null."""
-    return value is None or isinstance(value, (str, bool, int)) or (isinstance(value, float) and value == value
-                                                                    and abs(value) != float("inf"))
+    return value is None or isinstance(value, (str, bool, int)) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _child(request: dict, write_fd: int) -> None:
