@@ -9,8 +9,10 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet
 from flask_migrate import upgrade
+from sqlalchemy import Column, Integer, MetaData, Table
 
 from app import create_app
+from core.db import db
 from core.redis import start_embedded, stop_embedded
 
 
@@ -49,6 +51,33 @@ def median_seconds(action, rounds: int = 15) -> float:
         action()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def durable_write_seconds(app) -> float:
+    """Median time of the smallest durable write on the bench database: one INSERT and its COMMIT.
+
+    It bounds every write endpoint from below: no request that saves something can take less than
+    this plus the WSGI stack's own cost.
+    """
+    scratch = Table("bench_durable_write", MetaData(), Column("id", Integer, primary_key=True))
+    with app.app_context():
+        scratch.create(db.engine)
+        try:
+            with db.engine.connect() as conn:
+                def write():
+                    conn.execute(scratch.insert())
+                    conn.commit()
+                return median_seconds(write, rounds=300)
+        finally:
+            scratch.drop(db.engine)
+
+
+def print_write_budget(healthz_rate: float, target: float, write_seconds: float) -> None:
+    """Show what a write target against /healthz leaves per request next to the durable-write floor."""
+    budget = 1 / (target * healthz_rate)
+    print(f"time per request the target allows (1 / ({target} x healthz))  {budget * 1000:7.3f} ms")
+    print(f"one INSERT + COMMIT on this database (floor of any write)   {write_seconds * 1000:7.3f} ms"
+          f"   ({write_seconds / budget:.0%} of that time)")
 
 
 def logged_in(app, email: str, password: str):

@@ -16,7 +16,7 @@ import uuid
 import trustme
 from sqlalchemy import insert, select, update
 
-from bench.common import bench_app, median_seconds, rate
+from bench.common import bench_app, durable_write_seconds, median_seconds, print_write_budget, rate
 from core.config import PROJECT_ROOT
 from core.db import db
 from core.egress import post
@@ -82,13 +82,21 @@ def _creation(app, client) -> None:
     def read():
         assert client.get(customer_url, headers=headers).status_code == 200
 
+    def refused():
+        # Token check with the row lock and the rate limit, like a creation; refused without a key.
+        assert client.post("/api/v1/open/records", data=b"{}", headers=headers).status_code == 400
+
     base = rate(healthz)
     reads = rate(read)
+    refusals = rate(refused)
     created = rate(create)
     print(f"GET /healthz                        {base:8.1f} req/s (baseline)")
     print(f"GET /customers/{{id}} (authenticated) {reads:8.1f} req/s (second baseline)")
+    print(f"POST /records refused after auth    {refusals:8.1f} req/s   ratio {refusals / base:6.3f}"
+          " (token, row lock, rate limit; saves nothing)")
     print(f"POST /records                       {created:8.1f} req/s   ratio {created / base:6.3f} (target >= 0.4)"
           f"   vs the authenticated read {created / reads:6.3f}")
+    print_write_budget(base, 0.4, durable_write_seconds(app))
 
 
 def _deliveries(app) -> None:

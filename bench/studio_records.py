@@ -8,12 +8,12 @@ import uuid
 
 from sqlalchemy import func, select
 
-from bench.common import bench_app, logged_in, median_seconds, rate
+from bench.common import bench_app, durable_write_seconds, logged_in, median_seconds, print_write_budget, rate
 from core.db import db
 from desk.tenancy import add_member, create_tenant
 from studio.apps import create_app, get_app, publish, simulate
 from studio.charts import chart_summaries, chart_summary
-from studio.catalog import PUBLISH_PERMISSIONS
+from studio.catalog import LIMITS, PUBLISH_PERMISSIONS
 from studio.models import StudioRecord
 
 FIELDS = [{"key": f"n{i}", "label": f"Number {i}", "type": "number", "required": False} for i in range(8)] + [
@@ -32,55 +32,72 @@ DEFINITION = {
                 "value_field": "n1"},
                {"key": "per_day", "title": "Per day", "type": "line", "group_by": "day", "metric": "count"}],
 }
+RECORDS_PER_APP = LIMITS["records_per_app"]
+APPS = 12  # enough for 12,000 submissions in the timed rounds; at most 20 per tenant
 SAMPLE = {"title": "Bench record", **{f"n{i}": i * 7 for i in range(8)}, "day": "2026-11-20", "notes": "x" * 200}
 
 
-def _live_app(app):
-    """A tenant, its administrator and a published 12-field app."""
+def _live_apps(app, count: int) -> tuple:
+    """A tenant, its administrator and `count` published 12-field apps (each takes 1,000 records)."""
     with app.app_context():
         tenant = create_tenant("Bench")
         admin = add_member(tenant.id, "bench@bench.example", "bench-password", "admin")
-        version = create_app(tenant.id, admin.user_id, DEFINITION)
-        found = get_app(tenant.id, version.app_id)
-        simulate(found, admin.user_id, 1, SAMPLE)
-        publish(found, admin.user_id, 1, None, PUBLISH_PERMISSIONS, False)
+        app_ids = []
+        for _ in range(count):
+            version = create_app(tenant.id, admin.user_id, DEFINITION)
+            found = get_app(tenant.id, version.app_id)
+            simulate(found, admin.user_id, 1, SAMPLE)
+            publish(found, admin.user_id, 1, None, PUBLISH_PERMISSIONS, False)
+            app_ids.append(found.id)
         db.session.commit()
-        return tenant.id, found.id
+        return tenant.id, app_ids
 
 
 def main() -> None:
     """Print both comparisons."""
     logging.disable(logging.INFO)
     app = bench_app()
-    tenant_id, app_id = _live_app(app)
+    tenant_id, app_ids = _live_apps(app, APPS)
     client = logged_in(app, "bench@bench.example", "bench-password")
-    url = f"/api/extensions/{app_id}/records"
+    submitted_count = 0
 
     def healthz():
         assert client.get("/healthz").status_code == 200
 
     def submit():
+        nonlocal submitted_count
+        url = f"/api/extensions/{app_ids[submitted_count // RECORDS_PER_APP]}/records"
         body = {"version": 1, "input": SAMPLE, "idempotency_key": str(uuid.uuid4())}
         assert client.post(url, json=body, headers={"Origin": "http://localhost"}).status_code == 200
+        submitted_count += 1
 
     def capabilities():
         assert client.get("/api/extensions/capabilities").status_code == 200
 
+    def refused_post():
+        # Same session, user and seat loading as a submission; refused at the Origin check.
+        assert client.post(f"/api/extensions/{app_ids[-1]}/records", json={}).status_code == 403
+
     base = rate(healthz)
     reads = rate(capabilities)
+    refused = rate(refused_post)
     submitted = rate(submit, seconds=4.0)
     print(f"GET /healthz                  {base:9.1f} req/s (baseline)")
     print(f"GET /api/extensions/capabilities {reads:6.1f} req/s (authenticated console read)")
+    print(f"POST refused after login check {refused:8.1f} req/s (authenticated, saves nothing)")
     print(f"POST record (12 fields/8 rules) {submitted:7.1f} req/s")
     print(f"ratio submit/healthz          {submitted / base:9.3f}   (target >= 0.4)")
     print(f"ratio submit/authenticated read {submitted / reads:7.3f}")
-    _charts(app, tenant_id, app_id)
+    print(f"ratio refused POST/healthz    {refused / base:9.3f}   (the login check alone)")
+    print_write_budget(base, 0.4, durable_write_seconds(app))
+    _charts(app, tenant_id, app_ids[-1])
 
 
 def _charts(app, tenant_id, app_id) -> None:
     """Fill the app to 1,000 records, then compare the chart summary with a count(*)."""
     with app.app_context():
-        have = db.session.scalar(select(func.count()).select_from(StudioRecord))
+        have = db.session.scalar(select(func.count()).select_from(StudioRecord)
+                                 .where(StudioRecord.app_id == app_id))
         db.session.add_all(StudioRecord(
             tenant_id=tenant_id, app_id=app_id, version=1, trace=[], input_digest="bench",
             idempotency_key=uuid.uuid4(),
