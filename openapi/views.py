@@ -1,14 +1,16 @@
 """The open platform console page: create, list and revoke applications; see their deliveries.
 
-Credentials are shown once: the POST keeps them (encrypted) in Redis under a random one-time key
-and redirects to a page that takes them out; reloading that page finds nothing.
+Credentials are shown once: the POST keeps them (encrypted) in Redis under a random one-time key,
+then commits, and redirects to a page that takes them out; reloading that page finds nothing.
 """
 import json
+import logging
 import secrets
 import uuid
 
 from flask import Blueprint, abort, current_app, flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user
+from redis.exceptions import RedisError
 
 from core.api import ApiError
 from core.clock import utcnow
@@ -20,6 +22,7 @@ from openapi import apps
 from openapi.webhooks import recent_deliveries
 
 bp = Blueprint("openapi", __name__)
+log = logging.getLogger(__name__)
 
 SHOWN_ONCE_SECONDS = 300
 SCOPE_LABELS = {
@@ -96,10 +99,17 @@ def create():
             errors = {field: message}
     if errors:
         return _render_index(422, errors, request.form)
-    db.session.commit()
     once = secrets.token_urlsafe(24)
     shown = {"app_id": str(made.app.id), "token": made.token, "signing_secret": made.signing_secret}
-    get_redis().set(_once_key(once), encrypt(json.dumps(shown)), ex=SHOWN_ONCE_SECONDS)
+    try:
+        # Kept before the commit: credentials that could never be shown must not create an application.
+        get_redis().set(_once_key(once), encrypt(json.dumps(shown)), ex=SHOWN_ONCE_SECONDS)
+    except RedisError:
+        db.session.rollback()
+        log.error("could not keep new credentials for display; nothing was created")
+        return _render_index(503, {"form": "The credentials could not be kept for display, so nothing was "
+                                           "created. Try again in a moment."}, request.form)
+    db.session.commit()
     return redirect(url_for("openapi.credentials", once=once))
 
 

@@ -86,6 +86,18 @@ def test_credentials_are_shown_once_and_work(app, admin_client):
     assert token not in _text(admin_client.get("/open-platform"))
 
 
+def test_credentials_that_cannot_be_kept_for_display_create_nothing(app, admin_client, tenant, monkeypatch):
+    import redis
+
+    token = csrf_from(_text(admin_client.get("/open-platform")))
+    monkeypatch.setitem(app.extensions, "redis", redis.Redis.from_url("redis://127.0.0.1:1/0"))  # nothing listens
+    response = admin_client.post("/open-platform/apps", data={
+        "csrf_token": token, "name": "Partner CRM", "confirm_processing": "on", "scopes": ["app.records.read"]})
+    assert response.status_code == 503 and "nothing was created" in _text(response)
+    assert _apps() == 0
+    assert not db.session.scalar(select(OpenTenantUsage.app_count).where(OpenTenantUsage.tenant_id == tenant.id))
+
+
 def test_without_an_address_there_is_no_signing_secret(admin_client):
     response = _create(admin_client, scopes=["app.records.read"])
     page = _text(admin_client.get(response.headers["Location"]))
