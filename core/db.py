@@ -1,9 +1,11 @@
 """Database base class, shared column types and the Flask-SQLAlchemy handle."""
 import uuid
 from datetime import datetime, timezone
+from functools import cache
 
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator, Uuid, event, insert, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -90,3 +92,20 @@ def take_tenant_slot(counter, tenant_id: uuid.UUID, limit: int, code: str) -> No
                                .values(app_count=counter.app_count + 1))
     if taken.rowcount != 1:
         raise ApiError(code, 429)
+
+
+@cache
+def _insert_unless_present(model, unique: tuple[str, ...], dialect: str):
+    """INSERT … ON CONFLICT (unique) DO NOTHING RETURNING the row, built once per model."""
+    dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return dialect_insert(model).on_conflict_do_nothing(index_elements=unique).returning(model)
+
+
+def insert_unless_present(model, unique: tuple[str, ...], values: dict):
+    """Insert one row unless a row with the same `unique` values exists; the new object, else None.
+
+    One statement on PostgreSQL and SQLite: a duplicate neither raises nor spoils the transaction,
+    so no savepoint is needed. A concurrent twin's insert waits for this one's transaction to end.
+    """
+    statement = _insert_unless_present(model, unique, db.session.get_bind().dialect.name)
+    return db.session.scalars(statement, [values]).first()

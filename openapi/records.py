@@ -7,11 +7,10 @@ import uuid
 from typing import NamedTuple
 
 from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError
 
 from core.api import ApiError, parse_uuid
 from core.clock import iso
-from core.db import db
+from core.db import db, insert_unless_present
 from desk.models import Customer
 from openapi.models import OpenApp, OpenRecord
 from openapi.webhooks import add_record_event
@@ -145,27 +144,24 @@ def _replay(existing: OpenRecord, digest: str) -> Created:
 
 
 def create_record(app: OpenApp, key: uuid.UUID, data: object) -> Created:
-    """Create a record once per key; the caller holds the application's row lock."""
+    """Create a record once per key; the caller holds the application's row lock.
+
+    On `record_limit` the new row is already flushed: the caller rolls back, as after any error.
+    """
     digest = hashlib.sha256(validate_data(data).encode("utf-8")).hexdigest()
     existing = _find(app, key)
     if existing is not None:
         return _replay(existing, digest)
-    try:
-        with db.session.begin_nested():
-            counted = db.session.execute(update(OpenApp).where(
-                OpenApp.id == app.id, OpenApp.record_count < RECORDS_PER_APP)
-                .values(record_count=OpenApp.record_count + 1))
-            if counted.rowcount != 1:
-                raise ApiError("record_limit", 429)
-            record = OpenRecord(tenant_id=app.tenant_id, app_id=app.id, data=data, idempotency_key=key,
-                                request_digest=digest)
-            db.session.add(record)
-            db.session.flush()
-            event = add_record_event(app, record) if app.webhook_url else None
-            db.session.flush()
-    except IntegrityError:  # without row locks (SQLite) the unique key settles a concurrent twin
-        existing = _find(app, key)
-        if existing is None:
-            raise
-        return _replay(existing, digest)
+    record = insert_unless_present(OpenRecord, ("app_id", "idempotency_key"), {
+        "tenant_id": app.tenant_id, "app_id": app.id, "data": data, "idempotency_key": key,
+        "request_digest": digest})
+    if record is None:  # without row locks (SQLite) the unique key settles a concurrent twin
+        return _replay(_find(app, key), digest)
+    counted = db.session.execute(update(OpenApp).where(
+        OpenApp.id == app.id, OpenApp.record_count < RECORDS_PER_APP)
+        .values(record_count=OpenApp.record_count + 1))
+    if counted.rowcount != 1:
+        raise ApiError("record_limit", 429)
+    event = add_record_event(app, record) if app.webhook_url else None
+    db.session.flush()
     return Created(record, False, event.id if event else None)

@@ -2,10 +2,9 @@
 import uuid
 
 from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError
 
 from core.api import ApiError
-from core.db import db
+from core.db import db, insert_unless_present
 from studio.apps import get_version
 from studio.catalog import LIMITS
 from studio.engine import input_digest, run_rules
@@ -37,7 +36,10 @@ def _replay(existing: StudioRecord, digest: str) -> tuple[StudioRecord, bool]:
 
 def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int, raw_input: object,
                   key: uuid.UUID) -> tuple[StudioRecord, bool]:
-    """Save a submission of the live version; returns (record, replayed)."""
+    """Save a submission of the live version; returns (record, replayed).
+
+    On `record_limit` the new row is already flushed: the caller rolls back, as after any error.
+    """
     if not found.enabled or found.active_version != version_no:
         raise ApiError("extension_not_active", 409)
     digest = input_digest(raw_input)
@@ -47,21 +49,14 @@ def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int,
     definition = get_version(found, version_no).definition
     result = run_rules(definition, raw_input)
     result["data"] = run_code(found.tenant_id, definition, result["data"])
-    try:
-        with db.session.begin_nested():
-            counted = db.session.execute(update(StudioApp).where(
-                StudioApp.id == found.id, StudioApp.record_count < LIMITS["records_per_app"])
-                .values(record_count=StudioApp.record_count + 1))
-            if counted.rowcount != 1:
-                raise ApiError("record_limit", 429)
-            record = StudioRecord(tenant_id=found.tenant_id, app_id=found.id, version=version_no,
-                                  data=result["data"], trace=result["trace"], idempotency_key=key,
-                                  input_digest=digest, created_by=actor_id)
-            db.session.add(record)
-            db.session.flush()  # the unique (app_id, idempotency_key) settles concurrent retries
-    except IntegrityError:
-        existing = _find_by_key(found, key)
-        if existing is None:
-            raise
-        return _replay(existing, digest)
+    record = insert_unless_present(StudioRecord, ("app_id", "idempotency_key"), {
+        "tenant_id": found.tenant_id, "app_id": found.id, "version": version_no, "data": result["data"],
+        "trace": result["trace"], "idempotency_key": key, "input_digest": digest, "created_by": actor_id})
+    if record is None:  # a concurrent retry saved this key first
+        return _replay(_find_by_key(found, key), digest)
+    counted = db.session.execute(update(StudioApp).where(
+        StudioApp.id == found.id, StudioApp.record_count < LIMITS["records_per_app"])
+        .values(record_count=StudioApp.record_count + 1))
+    if counted.rowcount != 1:
+        raise ApiError("record_limit", 429)
     return record, False

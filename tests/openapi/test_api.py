@@ -260,6 +260,7 @@ def test_the_ten_thousand_and_first_record_is_refused(make_open_app):
     db.session.commit()
     response = client.post_record({"a": 1}, str(uuid.uuid4()))
     assert response.status_code == 429 and code(response) == "record_limit"
+    assert db.session.scalar(select(func.count()).select_from(OpenRecord)) == 0  # the refused row is rolled back
 
 
 def test_twenty_parallel_identical_requests_make_one_record_and_one_event(make_open_app, app):
@@ -275,6 +276,7 @@ def test_twenty_parallel_identical_requests_make_one_record_and_one_event(make_o
     assert len({r.get_json()["data"]["record_id"] for r in responses}) == 1
     assert db.session.scalar(select(func.count()).select_from(OpenRecord)) == 1
     assert db.session.scalar(select(func.count()).select_from(WebhookEvent)) == 1
+    assert db.session.scalar(select(OpenApp.record_count).where(OpenApp.id == found.id)) == 1  # replays uncounted
 
 
 # --- rate limit, switch, paths -----------------------------------------------------------------

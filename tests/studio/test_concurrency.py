@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 
 from core.db import db
 from studio.catalog import PUBLISH_PERMISSIONS
-from studio.models import StudioRecord
+from studio.models import StudioApp, StudioRecord
 from tests.conftest import login
 from tests.studio.conftest import ORIGIN
 
@@ -47,6 +47,7 @@ def test_parallel_identical_submissions_with_one_key_create_one_record(app, admi
     assert len(ids) == 1
     assert sum(1 for r in responses if r.get_json()["data"].get("replayed") is not True) == 1
     assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 1
+    assert db.session.scalar(select(StudioApp.record_count).where(StudioApp.id == uuid.UUID(live_app))) == 1  # replays uncounted
 
 
 def test_parallel_publishes_with_the_same_expected_version_have_one_winner(app, admin, api, draft_app):
