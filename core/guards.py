@@ -25,18 +25,23 @@ def read_limited_body(limit: int) -> bytes:
     """The raw body, refused with 413 above `limit` bytes before anything is parsed."""
     if request.content_length is not None and request.content_length > limit:
         raise ApiError("request_too_large", 413)
-    request.max_content_length = limit  # also bounds chunked bodies without a length
+    # A chunked body has no length: werkzeug stops reading it quietly at the maximum, so one byte
+    # more than allowed is read to tell a body of exactly `limit` bytes from a longer one.
+    request.max_content_length = limit + 1
     try:
-        return request.get_data(cache=True)
+        raw = request.get_data(cache=True)
     except RequestEntityTooLarge:
         raise ApiError("request_too_large", 413) from None
+    if len(raw) > limit:
+        raise ApiError("request_too_large", 413)
+    return raw
 
 
 def parse_json_object(raw: bytes) -> dict:
     """Parse bytes as exactly one JSON object (no NaN/Infinity), else 400 invalid_json."""
     try:
         body = json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
         raise ApiError("invalid_json", 400) from None
     if not isinstance(body, dict):
         raise ApiError("invalid_json", 400)

@@ -97,6 +97,25 @@ def test_body_of_exactly_32000_bytes_is_accepted(api):
     assert response.status_code == 201
 
 
+@pytest.mark.parametrize("size,status", [(32_000, 201), (32_001, 413), (60_000, 413)])
+def test_a_chunked_body_without_a_length_is_held_to_the_same_limit(api, size, status):
+    import io
+
+    raw = b'{"x": "' + b"a" * (size - 9) + b'"}'
+    # What a WSGI server passes on for `Transfer-Encoding: chunked`: a terminated stream, no length.
+    response = api.post("/api/extensions/_echo", input_stream=io.BytesIO(raw), content_type="application/json",
+                        headers=ORIGIN, environ_overrides={"wsgi.input_terminated": True})
+    assert response.status_code == status
+    if status == 413:
+        assert _error(response) == "request_too_large"
+
+
+def test_json_nested_too_deeply_is_invalid_json_not_a_server_error(api):
+    raw = b'{"x": ' + b"[" * 5_000 + b"]" * 5_000 + b"}"
+    response = api.post("/api/extensions/_echo", data=raw, content_type="application/json", headers=ORIGIN)
+    assert response.status_code == 400 and _error(response) == "invalid_json"
+
+
 def test_oversized_body_that_is_not_even_json_still_gets_413(api):
     response = api.post("/api/extensions/_echo", data=b"<" * 40_000, content_type="text/plain",
                         headers=ORIGIN)

@@ -254,6 +254,33 @@ def test_a_body_over_20000_bytes_is_request_too_large(open_client):
     assert response.status_code == 413 and code(response) == "request_too_large"
 
 
+@pytest.mark.parametrize("size,status", [(19_000, 201), (20_001, 413), (30_000, 413)])
+def test_a_chunked_body_is_held_to_20000_bytes_too(live_server, open_client, size, status):
+    import http.client
+    from urllib.parse import urlsplit
+
+    body = b'{"data": {"a": "x"}' + b" " * (size - 20) + b"}"  # valid JSON of exactly `size` bytes
+    assert len(body) == size
+    address = urlsplit(live_server)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=20)
+    connection.request("POST", "/api/v1/open/records", body=iter([body[:8_000], body[8_000:]]),
+                       headers={**open_client.headers({"Idempotency-Key": str(uuid.uuid4())}),
+                                "Content-Type": "application/json"}, encode_chunked=True)
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    assert response.status == status, answer
+    if status == 413:
+        assert answer["error"]["code"] == "request_too_large"
+        assert db.session.scalar(select(func.count()).select_from(OpenRecord)) == 0
+
+
+def test_data_nested_too_deeply_is_invalid_record_not_a_server_error(open_client):
+    response = open_client.post_record(None, str(uuid.uuid4()),
+                                       raw=b'{"data": {"a": ' + b"[" * 5_000 + b"]" * 5_000 + b"}}")
+    assert response.status_code == 400 and code(response) == "invalid_record"
+
+
 def test_the_ten_thousand_and_first_record_is_refused(make_open_app):
     found, client, _ = make_open_app()
     db.session.execute(update(OpenApp).where(OpenApp.id == found.id).values(record_count=10_000))
