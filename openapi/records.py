@@ -157,11 +157,14 @@ def create_record(app: OpenApp, key: uuid.UUID, data: object) -> Created:
         "request_digest": digest})
     if record is None:  # without row locks (SQLite) the unique key settles a concurrent twin
         return _replay(_find(app, key), digest)
+    # Also a compare-and-swap on `revoked_at`: where the row lock taken at authentication does not
+    # exist (SQLite), a revocation that committed since then still stops this write.
     counted = db.session.execute(update(OpenApp).where(
-        OpenApp.id == app.id, OpenApp.record_count < RECORDS_PER_APP)
+        OpenApp.id == app.id, OpenApp.revoked_at.is_(None), OpenApp.record_count < RECORDS_PER_APP)
         .values(record_count=OpenApp.record_count + 1))
     if counted.rowcount != 1:
-        raise ApiError("record_limit", 429)
+        revoked = db.session.scalar(select(OpenApp.revoked_at).where(OpenApp.id == app.id))
+        raise ApiError("unauthorized", 401) if revoked else ApiError("record_limit", 429)
     event = add_record_event(app, record) if app.webhook_url else None
     db.session.flush()
     return Created(record, False, event.id if event else None)

@@ -418,6 +418,52 @@ def test_revocation_waits_for_an_in_flight_write_of_the_application(app, make_op
     assert code(client.get("/records")) == "unauthorized"
 
 
+def test_a_write_already_authenticated_when_revocation_lands_leaves_nothing_to_deliver(
+        app, make_open_app, tenant, admin, monkeypatch):
+    import threading
+
+    from openapi import records
+    from openapi.apps import revoke
+
+    found, client, _ = make_open_app(webhook_url="https://hooks.example.com/in")
+    authenticated, go_on = threading.Event(), threading.Event()
+    check_data = records.validate_data
+
+    def pause_after_authentication(data):  # the real check, after a pause the test controls
+        authenticated.set()
+        go_on.wait(10)
+        return check_data(data)
+
+    monkeypatch.setattr(records, "validate_data", pause_after_authentication)
+    order, answers = [], []
+
+    def write():
+        answers.append(client.post_record({"a": 1}, str(uuid.uuid4())))
+        order.append("write answered")
+
+    def revoke_now():
+        with app.app_context():
+            revoke(tenant.id, admin.user_id, found.id)
+            db.session.commit()
+            order.append("revoked")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert authenticated.wait(10)
+    revoker = threading.Thread(target=revoke_now)
+    revoker.start()
+    revoker.join(1)  # PostgreSQL: blocked on the write's row lock; SQLite: done
+    go_on.set()
+    writer.join(20)
+    revoker.join(20)
+    statuses = list(db.session.scalars(select(WebhookEvent.status)))
+    if answers[0].status_code == 201:  # the write went first, so the revocation waited for it
+        assert order == ["write answered", "revoked"] and statuses == ["cancelled"]
+    else:  # the revocation went first, so the write must not happen
+        assert code(answers[0]) == "unauthorized" and statuses == []
+        assert db.session.scalar(select(func.count()).select_from(OpenRecord)) == 0
+
+
 def test_a_huge_integer_is_an_invalid_record_not_a_server_error(open_client):
     response = open_client.post_record(None, str(uuid.uuid4()), raw=b'{"data": {"n": 1' + b"0" * 400 + b"}}")
     assert response.status_code == 400 and code(response) == "invalid_record"
