@@ -54,9 +54,16 @@ def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int,
         "trace": result["trace"], "idempotency_key": key, "input_digest": digest, "created_by": actor_id})
     if record is None:  # a concurrent retry saved this key first
         return _replay(_find_by_key(found, key), digest)
+    # A compare-and-swap on the live state too: a disable or a publish that committed while the
+    # rules (or a script) ran must not let this submission of the old state through.
     counted = db.session.execute(update(StudioApp).where(
-        StudioApp.id == found.id, StudioApp.record_count < LIMITS["records_per_app"])
+        StudioApp.id == found.id, StudioApp.enabled.is_(True), StudioApp.active_version == version_no,
+        StudioApp.record_count < LIMITS["records_per_app"])
         .values(record_count=StudioApp.record_count + 1))
     if counted.rowcount != 1:
+        live = db.session.execute(select(StudioApp.enabled, StudioApp.active_version)
+                                  .where(StudioApp.id == found.id)).one()
+        if tuple(live) != (True, version_no):
+            raise ApiError("extension_not_active", 409)
         raise ApiError("record_limit", 429)
     return record, False

@@ -57,3 +57,51 @@ def test_parallel_publishes_with_the_same_expected_version_have_one_winner(app, 
     statuses = sorted(r.status_code for r in responses)
     assert statuses == [200] + [409] * (PARALLEL - 1)
     assert {r.get_json()["error"]["code"] for r in responses if r.status_code == 409} == {"version_conflict"}
+
+
+def _submission_overtaken_by(app, admin, live_app, monkeypatch, change) -> tuple:
+    """Pause a submission inside its script step, let `change` commit, then let it finish."""
+    from studio import records
+
+    in_script, go_on = threading.Event(), threading.Event()
+    run_script = records.run_code
+
+    def pause_in_script(*args):  # the real step, after a pause the test controls
+        in_script.set()
+        go_on.wait(10)
+        return run_script(*args)
+
+    monkeypatch.setattr(records, "run_code", pause_in_script)
+    submitter, changer = _browsers(app, admin.user.email, 2)
+    answers = []
+    body = {"version": 1, "input": {"title": "Late"}, "idempotency_key": str(uuid.uuid4())}
+    thread = threading.Thread(target=lambda: answers.append(
+        submitter.post(f"/api/extensions/{live_app}/records", json=body, headers=ORIGIN)))
+    thread.start()
+    assert in_script.wait(10)
+    changed = change(changer)
+    go_on.set()
+    thread.join(20)
+    return changed, answers[0]
+
+
+def test_a_submission_overtaken_by_a_disable_saves_nothing(app, admin, live_app, monkeypatch):
+    disabled, late = _submission_overtaken_by(app, admin, live_app, monkeypatch, lambda browser: browser.post(
+        f"/api/extensions/{live_app}/disable", json={}, headers=ORIGIN))
+    assert disabled.status_code == 200
+    assert late.status_code == 409 and late.get_json()["error"]["code"] == "extension_not_active"
+    assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 0
+
+
+def test_a_submission_overtaken_by_a_new_live_version_saves_nothing(app, admin, api, live_app, monkeypatch):
+    from tests.studio.conftest import sample_definition
+
+    assert api.post(f"/{live_app}/versions", {"definition": sample_definition(name="Second")}).status_code == 201
+    assert api.simulate(live_app, version=2).status_code == 200
+    published, late = _submission_overtaken_by(app, admin, live_app, monkeypatch, lambda browser: browser.post(
+        f"/api/extensions/{live_app}/publish", headers=ORIGIN,
+        json={"version": 2, "expected_active_version": 1, "permissions": PUBLISH_PERMISSIONS}))
+    assert published.status_code == 200
+    assert late.status_code == 409 and late.get_json()["error"]["code"] == "extension_not_active"
+    assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 0
+    assert db.session.scalar(select(StudioApp.record_count).where(StudioApp.id == uuid.UUID(live_app))) == 0
