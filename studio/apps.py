@@ -33,8 +33,15 @@ def get_app(tenant_id: uuid.UUID, app_id: uuid.UUID) -> StudioApp:
     return found
 
 
+def _possible_version(number: int) -> bool:
+    """Whether an application could have this version number (also keeps huge numbers out of SQL)."""
+    return 1 <= number <= LIMITS["versions_per_app"]
+
+
 def get_version(found: StudioApp, version: int) -> StudioVersion:
     """One version of an application (404 when it does not exist)."""
+    if not _possible_version(version):
+        raise ApiError("not_found", 404)
     row = db.session.scalar(select(StudioVersion).where(
         StudioVersion.app_id == found.id, StudioVersion.tenant_id == found.tenant_id,
         StudioVersion.version == version))
@@ -127,6 +134,8 @@ def publish(found: StudioApp, actor_id: uuid.UUID | None, version_no: int,
         raise ApiError("permission_confirmation_required", 400)
     if "code" in version.definition and code_confirmed is not True:
         raise ApiError("code_confirmation_required", 400)
+    if expected_active is not None and not _possible_version(expected_active):
+        raise ApiError("version_conflict", 409)  # no application is live at a version it cannot have
     expected = (StudioApp.active_version.is_(None) if expected_active is None
                 else StudioApp.active_version == expected_active)
     swapped = db.session.execute(update(StudioApp).where(StudioApp.id == found.id, expected)

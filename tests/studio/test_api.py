@@ -212,8 +212,9 @@ def test_simulate_refuses_a_bad_version_number(api, draft_app, version):
     assert response.status_code == 400 and code(response) == "invalid_version"
 
 
-def test_simulate_of_a_missing_version_is_not_found(api, draft_app):
-    assert api.simulate(draft_app, version=7).status_code == 404
+@pytest.mark.parametrize("version", [7, 101, 2**31, 10**20])
+def test_simulate_of_a_missing_version_is_not_found(api, draft_app, version):
+    assert api.simulate(draft_app, version=version).status_code == 404
 
 
 # --- POST /{id}/publish ---------------------------------------------------------------------
@@ -246,6 +247,42 @@ def test_publish_with_a_stale_expected_version_is_a_conflict(api, live_app):
     response = api.publish(live_app, version=2, expected=None)
     assert response.status_code == 409 and code(response) == "version_conflict"
     assert api.publish(live_app, version=2, expected=1).status_code == 200
+
+
+@pytest.mark.parametrize("field", ["version", "expected_active_version"])
+@pytest.mark.parametrize("value", [0, -1, "1", 1.5, True])
+def test_publish_refuses_a_bad_version_number(api, live_app, field, value):
+    body = {"version": 1, "expected_active_version": 1, "permissions": PUBLISH_PERMISSIONS, field: value}
+    response = api.post(f"/{live_app}/publish", body)
+    assert response.status_code == 400 and code(response) == "invalid_version"
+
+
+@pytest.mark.parametrize("missing", ["version", "expected_active_version"])
+def test_publish_needs_the_version_and_the_expected_live_version(api, live_app, missing):
+    body = {"version": 1, "expected_active_version": 1, "permissions": PUBLISH_PERMISSIONS}
+    del body[missing]
+    response = api.post(f"/{live_app}/publish", body)
+    assert response.status_code == 400 and code(response) == "required_field_missing"
+    assert response.get_json()["error"]["detail"] == missing
+
+
+@pytest.mark.parametrize("version", [2, 101, 10**20])
+def test_publish_of_a_missing_version_is_not_found(api, live_app, version):
+    response = api.publish(live_app, version=version, expected=1)
+    assert response.status_code == 404 and code(response) == "not_found"
+
+
+@pytest.mark.parametrize("expected", [2, 10**20])
+def test_publish_expecting_a_live_version_the_app_cannot_have_is_a_conflict(api, live_app, expected):
+    response = api.publish(live_app, version=1, expected=expected)
+    assert response.status_code == 409 and code(response) == "version_conflict"
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_code_confirmed_must_be_a_boolean(api, live_app, value):
+    response = api.publish(live_app, version=1, expected=1, code_confirmed=value)
+    assert response.status_code == 400 and code(response) == "invalid_json"
+    assert response.get_json()["error"]["detail"] == "code_confirmed"
 
 
 def test_publish_of_a_version_with_code_needs_code_confirmation(api, runner):
@@ -390,6 +427,36 @@ def test_thousand_and_first_record_is_refused(api, live_app):
     response = api.post(f"/{live_app}/records", record_body())
     assert response.status_code == 429 and code(response) == "record_limit"
     assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 1
+
+
+@pytest.mark.parametrize("version", [0, -1, "1", 1.5, True, None])
+def test_record_refuses_a_bad_version_number(api, live_app, version):
+    response = api.post(f"/{live_app}/records", record_body(version=version))
+    assert response.status_code == 400 and code(response) == "invalid_version"
+
+
+def test_a_huge_record_version_is_not_the_live_one(api, live_app):
+    response = api.post(f"/{live_app}/records", record_body(version=10**20))
+    assert response.status_code == 409 and code(response) == "extension_not_active"
+
+
+@pytest.mark.parametrize("missing", ["version", "input", "idempotency_key"])
+def test_record_needs_version_input_and_key(api, live_app, missing):
+    body = record_body()
+    del body[missing]
+    response = api.post(f"/{live_app}/records", body)
+    assert response.status_code == 400 and code(response) == "required_field_missing"
+    assert response.get_json()["error"]["detail"] == missing
+
+
+def test_detail_lists_the_latest_records_of_every_version(api, live_app):
+    first = api.post(f"/{live_app}/records", record_body()).get_json()["data"]["record_id"]
+    api.post(f"/{live_app}/versions", {"definition": sample_definition(name="v2")})
+    api.simulate(live_app, version=2)
+    api.publish(live_app, version=2, expected=1)
+    second = api.post(f"/{live_app}/records", record_body(version=2)).get_json()["data"]["record_id"]
+    listed = api.get(f"/{live_app}").get_json()["data"]["records"]
+    assert [(r["record_id"], r["version"]) for r in listed] == [(second, 2), (first, 1)]
 
 
 def test_record_count_spans_all_versions(api, live_app):
