@@ -34,7 +34,7 @@ def parse_definition_text(text: str) -> object:
     """The advanced editor's text as JSON (None when it is not JSON at all)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to be a definition
         return None
 
 

@@ -95,6 +95,19 @@ def test_editor_refuses_text_that_is_not_json(admin_client, draft_app):
     assert response.status_code == 422 and "invalid_json" in _text(response)
 
 
+def test_editor_refuses_text_nested_too_deeply_without_a_server_error(admin_client, draft_app):
+    text = json.dumps(sample_definition())[:-1] + ', "extra": ' + "[" * 5_000 + "]" * 5_000 + "}"
+    response = _form(admin_client, f"/extensions/{draft_app}/versions", {"definition": text})
+    assert response.status_code == 422 and "invalid_json" in _text(response)
+
+
+def test_editor_names_a_property_with_a_lone_surrogate_without_a_server_error(admin_client, draft_app):
+    text = json.dumps(sample_definition())[:-1] + ', "\\ud800": 1}'
+    response = _form(admin_client, f"/extensions/{draft_app}/versions", {"definition": text})
+    assert response.status_code == 422 and " at <code>\\ud800</code>" in _text(response)
+    assert db.session.scalar(select(func.count()).select_from(StudioVersion)) == 1
+
+
 def test_editor_saves_a_new_version(admin_client, draft_app):
     text = json.dumps(sample_definition(name="Edited"))
     response = _form(admin_client, f"/extensions/{draft_app}/versions", {"definition": text})
