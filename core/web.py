@@ -1,18 +1,36 @@
 """Web plumbing shared by every page: CSRF scope, HTMX caching header, template helpers, health."""
+import logging
+
 from flask import Blueprint, Flask, request
 from flask_wtf.csrf import CSRFProtect
+from redis.exceptions import RedisError
+from sqlalchemy.exc import OperationalError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from core.api import ApiError, error_response
 from core.clock import format_beijing
+from core.db import db
 
 csrf = CSRFProtect()
 bp = Blueprint("core", __name__)
+log = logging.getLogger(__name__)
 
 
 @bp.get("/healthz")
 def healthz():
     """Liveness: the web process answers (no database or Redis round trip)."""
     return {"status": "ok"}
+
+
+def answer_unreachable_stores(api: Blueprint, code: str) -> None:
+    """Under `api`, a database or Redis connection failure answers `503 code` in the envelope."""
+    def unavailable(error: Exception):
+        log.error("%s: a store is out of reach (%s)", api.name, type(error).__name__)
+        db.session.rollback()
+        return error_response(ApiError(code, 503))
+
+    api.register_error_handler(RedisError, unavailable)
+    api.register_error_handler(OperationalError, unavailable)
 
 
 def format_number(value) -> str:

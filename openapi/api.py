@@ -7,18 +7,19 @@ from pathlib import Path
 import yaml
 from flask import Blueprint, current_app, g, jsonify, request
 from redis.exceptions import RedisError
-from sqlalchemy.exc import OperationalError
 
-from core.api import ApiError, error_response, ok, parse_uuid
+from core.api import ApiError, ok, parse_uuid
 from core.clock import utcnow
 from core.db import db
 from core.guards import SAFE_METHODS, parse_json_object, read_limited_body
 from core.limits import hit_fixed_window
 from core.redis import get_redis
+from core.web import answer_unreachable_stores
 from openapi import apps, records
 from openapi.webhooks import enqueue_delivery
 
 bp = Blueprint("open_api", __name__, url_prefix="/api/v1/open")
+answer_unreachable_stores(bp, "open_platform_unavailable")
 log = logging.getLogger(__name__)
 
 BODY_LIMIT = 20_000
@@ -46,15 +47,6 @@ def authenticate():
     g.rate = hit_fixed_window(get_redis(), f"open:app:{g.open_app.id}", limit, 60)
     if not g.rate.allowed:
         raise ApiError("rate_limited", 429, headers={"Retry-After": str(g.rate.reset_after)})
-
-
-@bp.errorhandler(RedisError)
-@bp.errorhandler(OperationalError)
-def unavailable(error: Exception):
-    """A store the API needs is out of reach: 503 open_platform_unavailable, never a stack trace."""
-    log.error("open API dependency unavailable: %s", type(error).__name__)
-    db.session.rollback()
-    return error_response(ApiError("open_platform_unavailable", 503))
 
 
 @bp.after_request

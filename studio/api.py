@@ -7,6 +7,7 @@ from flask_login import current_user
 from core.api import ApiError, ok, parse_uuid
 from core.db import db
 from core.guards import console_json_body
+from core.web import answer_unreachable_stores
 from desk.sessions import admin_console_required, current_member
 from studio import apps, records
 from studio.catalog import CAPABILITY_VERSION, CATALOG, PUBLISH_PERMISSIONS, console_overview
@@ -14,6 +15,7 @@ from studio.charts import chart_summaries
 from studio.serialize import app_json, record_json, version_json
 
 bp = Blueprint("studio_api", __name__, url_prefix="/api/extensions")
+answer_unreachable_stores(bp, "extensions_unavailable")
 
 
 @bp.before_request

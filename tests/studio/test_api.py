@@ -518,6 +518,25 @@ def test_extensions_switch_turns_the_api_off(api, app):
         app.config["EXTENSIONS_ENABLED"] = True
 
 
+@pytest.mark.parametrize("store", ["SQLALCHEMY_DATABASE_URI", "REDIS_URL"])
+def test_an_unreachable_store_is_extensions_unavailable(api, app_config, live_app, store):
+    from tests.conftest import build_app
+
+    unreachable = {"SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://studio@127.0.0.1:1/none",
+                   "REDIS_URL": "redis://127.0.0.1:1/0"}  # nothing listens on port 1
+    broken = build_app({**app_config, store: unreachable[store]}).test_client()
+    broken.set_cookie("session", api.client.get_cookie("session").value)  # the same signed session
+    if store == "REDIS_URL":  # the database works: reach the script rate limit, kept in Redis
+        version = api.post(f"/{live_app}/versions", {"definition": sample_definition(
+            code={"language": "javascript", "source": "return {};"})}).get_json()["data"]["version"]
+        response = broken.post(f"/api/extensions/{live_app}/simulate", json={"version": version,
+                               "input": {"title": "x"}}, headers=ORIGIN)
+    else:
+        response = broken.get("/api/extensions/")
+    assert response.status_code == 503 and code(response) == "extensions_unavailable"
+    assert "Traceback" not in response.get_data(as_text=True)
+
+
 def test_bearer_tokens_are_not_accepted_by_the_console_api(app, live_app):
     browser = app.test_client()
     headers = {"Authorization": "Bearer some-open-api-token", **ORIGIN}
