@@ -62,6 +62,9 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         "SESSION_COOKIE_SAMESITE": "Lax",
         "WTF_CSRF_TIME_LIMIT": None,
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
+        # No implicit OPTIONS answers: nothing here is cross-origin, and an `Allow` header would
+        # reveal which API paths exist (unsupported methods under /api/ are 404).
+        "PROVIDE_AUTOMATIC_OPTIONS": False,
         # Not environment settings: tests shorten them through create_app's overrides.
         "WEBHOOK_RETRY_INTERVALS": (30, 60, 120, 240, 480, 960, 1920),
         "WEBHOOK_LEASE_SECONDS": 60,

@@ -346,9 +346,9 @@ def test_unknown_paths_and_versions_are_not_found(app, open_client, path):
 
 
 def test_no_update_or_delete_of_records(app, open_client):
-    for method in ("put", "patch", "delete"):
+    for method in ("put", "patch", "delete", "options"):
         response = getattr(app.test_client(), method)("/api/v1/open/records", headers=open_client.headers())
-        assert response.status_code == 404
+        assert response.status_code == 404 and "Allow" not in response.headers
 
 
 # --- management through the service --------------------------------------------------------------

@@ -482,10 +482,10 @@ def test_another_tenants_app_is_not_found(app, live_app, other_tenant, method, s
     assert response.status_code == 404 and code(response) == "not_found"
 
 
-@pytest.mark.parametrize("method", ["patch", "delete", "put"])
-def test_no_patch_put_or_delete(api, draft_app, method):
+@pytest.mark.parametrize("method", ["patch", "delete", "put", "options"])
+def test_no_patch_put_delete_or_options(api, draft_app, method):
     response = getattr(api.client, method)(f"/api/extensions/{draft_app}", json={}, headers=ORIGIN)
-    assert response.status_code == 404 and code(response) == "not_found"
+    assert response.status_code == 404 and code(response) == "not_found" and "Allow" not in response.headers
 
 
 @pytest.mark.parametrize("path", ["/nope", f"/{uuid.uuid4()}", "/not-a-uuid/simulate", "/capabilities/x"])
