@@ -28,6 +28,8 @@ def test_the_documented_receiver_accepts_a_delivery_once(example, make_open_app,
     assert example["check_delivery"](seen.headers, seen.body, made.signing_secret, store) == (200, None)
     assert example["check_delivery"](seen.headers, seen.body + b" ", made.signing_secret, store)[0] == 401
     assert example["check_delivery"](seen.headers, seen.body, "whsec_wrong", store)[0] == 401
+    forged = {**seen.headers, "X-Service-Signature": "v1=é" + "0" * 63}  # non-ASCII: refused, not a crash
+    assert example["check_delivery"](forged, seen.body, made.signing_secret, store)[0] == 401
     late = int(seen.headers["X-Service-Timestamp"]) + 301
     assert example["check_delivery"](seen.headers, seen.body, made.signing_secret, store, now=late)[0] == 401
     other_id = {**seen.headers, "X-Service-Event-Id": str(uuid.uuid4())}
