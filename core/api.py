@@ -32,14 +32,14 @@ class ApiError(Exception):
         self.extra = extra or {}
 
 
-def parse_uuid(value: object, code: str) -> uuid.UUID:
-    """A UUID in its canonical text form (any case), else `400 <code>`."""
+def parse_uuid(value: object, code: str, status: int = 400) -> uuid.UUID:
+    """A UUID in its canonical text form (any case), else `<status> <code>`."""
     try:
         parsed = uuid.UUID(value)
     except (TypeError, ValueError, AttributeError):
-        raise ApiError(code, 400) from None
+        raise ApiError(code, status) from None
     if str(parsed) != value.lower():
-        raise ApiError(code, 400)
+        raise ApiError(code, status)
     return parsed
 
 

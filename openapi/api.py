@@ -1,6 +1,5 @@
 """Open API v1 under /api/v1/open: bearer tokens, scopes, rate limit, customers and records."""
 import logging
-import uuid
 from functools import cache, wraps
 from pathlib import Path
 
@@ -77,11 +76,13 @@ def list_customers():
     return ok(records.list_customers(g.open_app, records.parse_cursor(request.args.get("after"))))
 
 
-@bp.get("/customers/<uuid:customer_id>")
+# The id is parsed in the view, not by the router: a malformed id is then a 404 that counts
+# against the rate limit and carries its headers, like every other authenticated failure.
+@bp.get("/customers/<customer_id>")
 @scope_required(*apps.CUSTOMER_SCOPES)
-def get_customer(customer_id: uuid.UUID):
+def get_customer(customer_id: str):
     """One customer of the tenant, cut to the application's scopes."""
-    return ok(records.get_customer(g.open_app, customer_id))
+    return ok(records.get_customer(g.open_app, parse_uuid(customer_id, "not_found", 404)))
 
 
 @bp.get("/records")

@@ -323,6 +323,16 @@ def test_rate_limit_headers_and_the_61st_request(make_open_app):
     assert 0 < int(limited.headers["Retry-After"]) <= 60 and limited.headers["X-RateLimit-Remaining"] == "0"
 
 
+def test_a_malformed_customer_id_is_an_authenticated_not_found_that_counts(open_client):
+    start_of_a_fresh_minute()
+    assert open_client.get("/records").headers["X-RateLimit-Remaining"] == "59"
+    for malformed in ("not-a-uuid", "1234", str(uuid.uuid4()).upper().replace("-", "")):
+        response = open_client.get(f"/customers/{malformed}")
+        assert response.status_code == 404 and code(response) == "not_found"
+        assert response.headers["X-RateLimit-Limit"] == "60"
+    assert response.headers["X-RateLimit-Remaining"] == "56"
+
+
 def test_the_rate_limit_is_per_application(make_open_app):
     one, two = make_open_app()[1], make_open_app(name="Second")[1]
     start_of_a_fresh_minute()

@@ -1,8 +1,10 @@
 """The OpenAPI document: served, matching the URL map, and fuzzed by schemathesis against a live server."""
+import re
 import subprocess
 import sys
 
 from openapi.api import bp, openapi_document
+from openapi.apps import SCOPES
 
 METHODS = {"get", "post", "put", "patch", "delete"}
 
@@ -18,9 +20,16 @@ def test_the_document_describes_exactly_the_routes_of_the_api(app):
     served = set()
     for rule in app.url_map.iter_rules():
         if rule.endpoint.startswith(f"{bp.name}.") and rule.endpoint != f"{bp.name}.openapi_json":
-            path = rule.rule.removeprefix(bp.url_prefix).replace("<uuid:", "{").replace(">", "}")
+            path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule.removeprefix(bp.url_prefix))
             served |= {(path, method) for method in rule.methods - {"HEAD", "OPTIONS"}}
     assert documented == served
+
+
+def test_every_operation_names_the_scopes_that_open_it():
+    operations = [operation for item in openapi_document()["paths"].values()
+                  for method, operation in item.items() if method in METHODS]
+    assert operations and all(operation["x-scopes"] and set(operation["x-scopes"]) <= set(SCOPES)
+                              for operation in operations)
 
 
 def test_every_error_code_the_api_raises_is_documented():
