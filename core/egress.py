@@ -4,20 +4,29 @@ Rules: HTTPS only, on port 443 (`EGRESS_PORT` in tests), no query string, fragme
 in the URL; redirects are never followed. The host is resolved at every use, every IPv4 answer
 must be public (hosts with no IPv4 answer, IPv6 literals and IPv4-mapped IPv6 are refused), and
 the connection is made to the checked address while TLS still sends SNI for, and verifies the
-certificate of, the host name. The response body is read up to a bound.
+certificate of, the host name. The response body is read up to a bound, and one attempt, DNS
+included, never outlasts its timeout.
 
 `EGRESS_ALLOW_CIDRS` (tests and development only) treats those ranges as public;
 `EGRESS_CA_BUNDLE` verifies against another CA bundle. Both are logged when set.
 """
+import contextvars
+import http.client
 import ipaddress
 import socket
+import ssl
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import certifi
 import urllib3
 from flask import current_app
+from urllib3.connection import HTTPSConnection
+from urllib3.util.ssl_match_hostname import CertificateError
 
 RESPONSE_LIMIT = 64 * 1024
 # Ranges the ipaddress module does not already flag as private, reserved, loopback and the like.
@@ -117,42 +126,70 @@ def resolve(target: Target) -> str:
     return str(addresses[0])
 
 
-def _pool(target: Target, address: str, timeout: float) -> urllib3.HTTPSConnectionPool:
-    """A one-off pool connected to the checked address, verifying TLS for the host name."""
-    return urllib3.HTTPSConnectionPool(
+def _resolve_by(target: Target, deadline: float) -> str:
+    """`resolve`, given up at the deadline: a system resolver may retry for longer than an attempt."""
+    lookup = ThreadPoolExecutor(max_workers=1)
+    try:
+        answer = lookup.submit(contextvars.copy_context().run, resolve, target)  # with the app's config
+        return answer.result(timeout=max(0.0, deadline - time.monotonic()))
+    except FutureTimeout:
+        raise EgressFailed("timeout") from None
+    finally:
+        lookup.shutdown(wait=False)  # a lookup still running ends on its own; nobody waits for it
+
+
+def _connection(target: Target, address: str, timeout: float) -> HTTPSConnection:
+    """A connection to the checked address that verifies TLS for the host name (never reused)."""
+    return HTTPSConnection(
         address, port=target.port, server_hostname=target.host, assert_hostname=target.host,
         cert_reqs="CERT_REQUIRED", ca_certs=current_app.config.get("EGRESS_CA_BUNDLE") or certifi.where(),
-        timeout=urllib3.Timeout(total=timeout), retries=False, maxsize=1)
+        timeout=timeout)
+
+
+def _cut(connection: HTTPSConnection) -> None:
+    """The deadline passed: shut the socket down, so a blocked connect, read or write returns now."""
+    if connection.sock is not None:
+        try:  # the plain socket's shutdown, which also ends a TLS read blocked on the same descriptor
+            socket.socket.shutdown(connection.sock, socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed
 
 
 def post(url: str, body: bytes, headers: dict[str, str], timeout: float = 10.0,
          limit: int = RESPONSE_LIMIT) -> Response:
-    """POST `body` to a checked, freshly resolved, pinned address; redirects are not followed."""
-    target = check_url(url)
-    address = resolve(target)
-    host = target.host if target.port == 443 else f"{target.host}:{target.port}"
+    """POST `body` to a checked, freshly resolved, pinned address; redirects are not followed.
+
+    The whole attempt, from the DNS lookup to the last byte read, ends within `timeout` seconds,
+    however slowly the peer trickles its answer: a watchdog shuts the socket down at the deadline.
+    """
     started = time.monotonic()
-    pool = _pool(target, address, timeout)
+    deadline = started + timeout
+    target = check_url(url)
+    address = _resolve_by(target, deadline)
+    host = target.host if target.port == 443 else f"{target.host}:{target.port}"
+    connection = _connection(target, address, max(0.001, deadline - time.monotonic()))
+    watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), _cut, args=(connection,))
+    watchdog.start()
     try:
-        answer = pool.urlopen("POST", target.path, body=body, headers={**headers, "Host": host},
-                              redirect=False, retries=False, preload_content=False)
-        data = _read_bounded(answer, limit, started + timeout)
-        answer.release_conn()
-    except urllib3.exceptions.HTTPError as error:
-        raise EgressFailed(_failure_reason(error)) from None
+        connection.connect()
+        connection.request("POST", target.path, body=body, headers={**headers, "Host": host},
+                           preload_content=False)
+        answer = connection.getresponse()
+        data = _read_bounded(answer, limit)
+    except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, CertificateError) as error:
+        raise EgressFailed("timeout" if time.monotonic() >= deadline else _failure_reason(error)) from None
     finally:
-        pool.close()
+        watchdog.cancel()
+        connection.close()
     if len(data) > limit:
         raise EgressFailed("response_too_large")
     return Response(status=answer.status, body=data, elapsed=time.monotonic() - started)
 
 
-def _read_bounded(answer, limit: int, deadline: float) -> bytes:
-    """The body up to `limit` + 1 bytes, in chunks, never past the attempt's deadline."""
+def _read_bounded(answer, limit: int) -> bytes:
+    """The body up to `limit` + 1 bytes, in chunks (the watchdog bounds the time)."""
     chunks, size = [], 0
     while size <= limit:
-        if time.monotonic() > deadline:
-            raise EgressFailed("timeout")
         chunk = answer.read(min(8192, limit + 1 - size), decode_content=False)
         if not chunk:
             break
@@ -163,8 +200,8 @@ def _read_bounded(answer, limit: int, deadline: float) -> bytes:
 
 def _failure_reason(error: Exception) -> str:
     """A short, secret-free name for a transport failure."""
-    if isinstance(error, urllib3.exceptions.TimeoutError):
+    if isinstance(error, (urllib3.exceptions.TimeoutError, TimeoutError)):
         return "timeout"
-    if isinstance(error, urllib3.exceptions.SSLError):
+    if isinstance(error, (urllib3.exceptions.SSLError, ssl.SSLError, CertificateError)):
         return "tls_error"
     return "connection_failed"

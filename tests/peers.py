@@ -28,6 +28,8 @@ class HttpsReceiver:
     received: list[Received] = field(default_factory=list)
     answers: list[tuple] = field(default_factory=list)  # (status, headers, body[, stall seconds])
     default: tuple[int, dict, bytes] = (200, {}, b"ok")
+    # (seconds between bytes, bytes sent at once first): answer slowly, a byte at a time
+    trickle: tuple[float, int] | None = None
 
     def start(self) -> "HttpsReceiver":
         """Listen on a free loopback port."""
@@ -45,12 +47,26 @@ class HttpsReceiver:
                 status, headers, payload, *pause = answer  # an optional fourth item: seconds to stall
                 if pause:
                     time.sleep(pause[0])
+                if receiver.trickle:
+                    self._trickle(status, payload, *receiver.trickle)
+                    return
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+
+            def _trickle(self, status: int, payload: bytes, pause: float, at_once: int):
+                raw = b"HTTP/1.1 %d OK\r\nContent-Length: %d\r\n\r\n%s" % (status, len(payload), payload)
+                try:
+                    self.wfile.write(raw[:at_once])
+                    for byte in raw[at_once:]:
+                        time.sleep(pause)
+                        self.wfile.write(bytes([byte]))
+                except OSError:
+                    pass  # the client gave up: that is what the test wants to see
+                self.close_connection = True
 
             def log_message(self, *args):
                 """Quiet."""
