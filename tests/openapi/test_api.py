@@ -392,12 +392,27 @@ def test_an_unreachable_store_is_open_platform_unavailable(app_config, open_clie
     assert "Traceback" not in response.get_data(as_text=True)
 
 
+def _revoking(app, tenant, admin, found, order: list):
+    """Revoke `found` in another thread, which appends "revoked" to `order` once committed."""
+    import threading
+
+    from openapi.apps import revoke
+
+    def revoke_now():
+        with app.app_context():
+            revoke(tenant.id, admin.user_id, found.id)
+            db.session.commit()
+            order.append("revoked")
+
+    revoker = threading.Thread(target=revoke_now)
+    revoker.start()
+    return revoker
+
+
 def test_revocation_waits_for_an_in_flight_write_of_the_application(app, make_open_app, tenant, admin):
     import threading
 
     from sqlalchemy import text
-
-    from openapi.apps import revoke
 
     found, client, _ = make_open_app()
     order, holding = [], threading.Event()
@@ -411,17 +426,10 @@ def test_revocation_waits_for_an_in_flight_write_of_the_application(app, make_op
             order.append("write done")
             connection.commit()
 
-    def revoke_now():
-        with app.app_context():
-            revoke(tenant.id, admin.user_id, found.id)
-            db.session.commit()
-            order.append("revoked")
-
     writer = threading.Thread(target=in_flight_write)
     writer.start()
     assert holding.wait(10)
-    revoker = threading.Thread(target=revoke_now)
-    revoker.start()
+    revoker = _revoking(app, tenant, admin, found, order)
     writer.join(20)
     revoker.join(20)
     assert order == ["write done", "revoked"]
@@ -433,7 +441,6 @@ def test_a_write_already_authenticated_when_revocation_lands_leaves_nothing_to_d
     import threading
 
     from openapi import records
-    from openapi.apps import revoke
 
     found, client, _ = make_open_app(webhook_url="https://hooks.example.com/in")
     authenticated, go_on = threading.Event(), threading.Event()
@@ -451,17 +458,10 @@ def test_a_write_already_authenticated_when_revocation_lands_leaves_nothing_to_d
         answers.append(client.post_record({"a": 1}, str(uuid.uuid4())))
         order.append("write answered")
 
-    def revoke_now():
-        with app.app_context():
-            revoke(tenant.id, admin.user_id, found.id)
-            db.session.commit()
-            order.append("revoked")
-
     writer = threading.Thread(target=write)
     writer.start()
     assert authenticated.wait(10)
-    revoker = threading.Thread(target=revoke_now)
-    revoker.start()
+    revoker = _revoking(app, tenant, admin, found, order)
     revoker.join(1)  # PostgreSQL: blocked on the write's row lock; SQLite: done
     go_on.set()
     writer.join(20)
