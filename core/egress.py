@@ -146,13 +146,23 @@ def _connection(target: Target, address: str, timeout: float) -> HTTPSConnection
         timeout=timeout)
 
 
-def _cut(connection: HTTPSConnection) -> None:
-    """The deadline passed: shut the socket down, so a blocked connect, read or write returns now."""
-    if connection.sock is not None:
-        try:  # the plain socket's shutdown, which also ends a TLS read blocked on the same descriptor
-            socket.socket.shutdown(connection.sock, socket.SHUT_RDWR)
-        except OSError:
-            pass  # already closed
+class _Watchdog:
+    """Ends an attempt at its deadline by shutting its socket down, so no read or write outlasts it."""
+
+    def __init__(self, connection: HTTPSConnection, seconds: float):
+        self.connection = connection
+        self.socket = None  # kept once connected: on `Connection: close` http.client drops its own
+        self.fired = threading.Event()
+        self.timer = threading.Timer(seconds, self._cut)
+
+    def _cut(self) -> None:
+        self.fired.set()
+        for sock in (self.socket, self.connection.sock):  # the latter is the plain socket mid-handshake
+            if sock is not None:
+                try:  # the plain socket's shutdown, which also ends a TLS read on the same descriptor
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                except OSError:
+                    pass  # already closed
 
 
 def post(url: str, body: bytes, headers: dict[str, str], timeout: float = 10.0,
@@ -160,7 +170,8 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float = 10.0,
     """POST `body` to a checked, freshly resolved, pinned address; redirects are not followed.
 
     The whole attempt, from the DNS lookup to the last byte read, ends within `timeout` seconds,
-    however slowly the peer trickles its answer: a watchdog shuts the socket down at the deadline.
+    however slowly the peer trickles its answer: the TCP connect has the time that is left as its
+    timeout, and a watchdog shuts the socket down at the deadline.
     """
     started = time.monotonic()
     deadline = started + timeout
@@ -168,19 +179,24 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float = 10.0,
     address = _resolve_by(target, deadline)
     host = target.host if target.port == 443 else f"{target.host}:{target.port}"
     connection = _connection(target, address, max(0.001, deadline - time.monotonic()))
-    watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), _cut, args=(connection,))
-    watchdog.start()
+    watchdog = _Watchdog(connection, max(0.0, deadline - time.monotonic()))
+    watchdog.timer.start()
     try:
         connection.connect()
+        watchdog.socket = connection.sock
         connection.request("POST", target.path, body=body, headers={**headers, "Host": host},
                            preload_content=False)
         answer = connection.getresponse()
         data = _read_bounded(answer, limit)
     except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, CertificateError) as error:
-        raise EgressFailed("timeout" if time.monotonic() >= deadline else _failure_reason(error)) from None
+        raise EgressFailed("timeout" if watchdog.fired.is_set() else _failure_reason(error)) from None
     finally:
-        watchdog.cancel()
+        watchdog.timer.cancel()
         connection.close()
+        if watchdog.socket is not None:
+            watchdog.socket.close()  # on `Connection: close` the answer holds it, not the connection
+    if watchdog.fired.is_set():  # cut short: what was read is not the whole answer
+        raise EgressFailed("timeout")
     if len(data) > limit:
         raise EgressFailed("response_too_large")
     return Response(status=answer.status, body=data, elapsed=time.monotonic() - started)

@@ -28,8 +28,11 @@ class HttpsReceiver:
     received: list[Received] = field(default_factory=list)
     answers: list[tuple] = field(default_factory=list)  # (status, headers, body[, stall seconds])
     default: tuple[int, dict, bytes] = (200, {}, b"ok")
-    # (seconds between bytes, bytes sent at once first): answer slowly, a byte at a time
-    trickle: tuple[float, int] | None = None
+    # (seconds between bytes, bytes sent at once first, whether to say `Connection: close`):
+    # answer slowly, a byte at a time
+    trickle: tuple[float, int, bool] | None = None
+    trickle_over: threading.Event = field(default_factory=threading.Event)  # set once it stopped
+    trickled_all: bool | None = None  # whether the client stayed for the whole trickled answer
 
     def start(self) -> "HttpsReceiver":
         """Listen on a free loopback port."""
@@ -57,16 +60,21 @@ class HttpsReceiver:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def _trickle(self, status: int, payload: bytes, pause: float, at_once: int):
-                raw = b"HTTP/1.1 %d OK\r\nContent-Length: %d\r\n\r\n%s" % (status, len(payload), payload)
+            def _trickle(self, status: int, payload: bytes, pause: float, at_once: int, close: bool):
+                head = b"HTTP/1.1 %d OK\r\nContent-Length: %d\r\n" % (status, len(payload))
+                raw = head + (b"Connection: close\r\n" if close else b"") + b"\r\n" + payload
+                receiver.trickled_all = False
                 try:
                     self.wfile.write(raw[:at_once])
                     for byte in raw[at_once:]:
                         time.sleep(pause)
                         self.wfile.write(bytes([byte]))
+                    receiver.trickled_all = True
                 except OSError:
-                    pass  # the client gave up: that is what the test wants to see
-                self.close_connection = True
+                    pass  # the client hung up before the end
+                finally:
+                    self.close_connection = True
+                    receiver.trickle_over.set()
 
             def log_message(self, *args):
                 """Quiet."""
