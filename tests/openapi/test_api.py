@@ -456,7 +456,6 @@ def test_a_write_already_authenticated_when_revocation_lands_leaves_nothing_to_d
 
     def write():
         answers.append(client.post_record({"a": 1}, str(uuid.uuid4())))
-        order.append("write answered")
 
     writer = threading.Thread(target=write)
     writer.start()
@@ -467,8 +466,8 @@ def test_a_write_already_authenticated_when_revocation_lands_leaves_nothing_to_d
     writer.join(20)
     revoker.join(20)
     statuses = list(db.session.scalars(select(WebhookEvent.status)))
-    if answers[0].status_code == 201:  # the write went first, so the revocation waited for it
-        assert order == ["write answered", "revoked"] and statuses == ["cancelled"]
+    if answers[0].status_code == 201:  # the write went first: the revocation came after and cancelled its event
+        assert statuses == ["cancelled"]
     else:  # the revocation went first, so the write must not happen
         assert code(answers[0]) == "unauthorized" and statuses == []
         assert db.session.scalar(select(func.count()).select_from(OpenRecord)) == 0
