@@ -4,11 +4,10 @@ from datetime import datetime, timezone
 from functools import cache
 
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator, Uuid, event, insert, update
+from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator, Uuid, event, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, registry
 
 from core.api import ApiError
@@ -83,11 +82,7 @@ def take_tenant_slot(counter, tenant_id: uuid.UUID, limit: int, code: str) -> No
     One conditional UPDATE, race-free on PostgreSQL and SQLite; past `limit` it raises
     `ApiError(code, 429)`. The count never goes down, so deleted or revoked items keep counting.
     """
-    try:
-        with db.session.begin_nested():
-            db.session.execute(insert(counter).values(tenant_id=tenant_id, app_count=0))
-    except IntegrityError:
-        pass  # the counter row exists already
+    insert_unless_present(counter, ("tenant_id",), {"tenant_id": tenant_id, "app_count": 0})
     taken = db.session.execute(update(counter).where(counter.tenant_id == tenant_id, counter.app_count < limit)
                                .values(app_count=counter.app_count + 1))
     if taken.rowcount != 1:
