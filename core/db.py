@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 from functools import cache
 
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator, Uuid, event, update
+from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, TypeDecorator, Uuid, event, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine
@@ -61,6 +61,13 @@ class UUIDPrimaryKey:
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
 
 
+class TenantAppCount:
+    """Mixin: a tenant's count of applications ever created, the row `take_tenant_slot` updates."""
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    app_count: Mapped[int] = mapped_column(default=0)
+
+
 db = SQLAlchemy(model_class=Base)
 
 
@@ -77,7 +84,7 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
 
 
 def take_tenant_slot(counter, tenant_id: uuid.UUID, limit: int, code: str) -> None:
-    """Count one more of a tenant's items in `counter` (a table keyed by tenant with `app_count`).
+    """Count one more of a tenant's items in `counter` (a `TenantAppCount` table).
 
     One conditional UPDATE, race-free on PostgreSQL and SQLite; past `limit` it raises
     `ApiError(code, 429)`. The count never goes down, so deleted or revoked items keep counting.

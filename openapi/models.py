@@ -6,16 +6,13 @@ from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.clock import utcnow
-from core.db import Base, JSONDocument, UUIDPrimaryKey
+from core.db import Base, JSONDocument, TenantAppCount, UUIDPrimaryKey
 
 
-class OpenTenantUsage(Base):
+class OpenTenantUsage(TenantAppCount, Base):
     """Applications ever created per tenant (revoked ones included): one conditional UPDATE."""
 
     __tablename__ = "open_tenant_usage"
-
-    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
-    app_count: Mapped[int] = mapped_column(default=0)
 
 
 class OpenApp(UUIDPrimaryKey, Base):

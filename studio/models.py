@@ -6,16 +6,13 @@ from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.clock import utcnow
-from core.db import Base, JSONDocument, UUIDPrimaryKey
+from core.db import Base, JSONDocument, TenantAppCount, UUIDPrimaryKey
 
 
-class StudioTenantUsage(Base):
+class StudioTenantUsage(TenantAppCount, Base):
     """Per-tenant counters that enforce quotas with one conditional UPDATE."""
 
     __tablename__ = "studio_tenant_usage"
-
-    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
-    app_count: Mapped[int] = mapped_column(default=0)
 
 
 class StudioApp(UUIDPrimaryKey, Base):
