@@ -61,7 +61,9 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "WTF_CSRF_TIME_LIMIT": None,
-        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
+        # hide_parameters: a database error's message (logged with its traceback) never carries
+        # the submitted values bound to the statement.
+        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True, "hide_parameters": True},
         # No implicit OPTIONS answers: nothing here is cross-origin, and an `Allow` header would
         # reveal which API paths exist (unsupported methods under /api/ are 404).
         "PROVIDE_AUTOMATIC_OPTIONS": False,
