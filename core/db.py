@@ -1,8 +1,10 @@
 """Database base class, shared column types and the Flask-SQLAlchemy handle."""
 import uuid
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from functools import cache
 
+from flask import Flask, request
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, TypeDecorator, Uuid, event, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -11,6 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, registry
 
 from core.api import ApiError
+from core.guards import SAFE_METHODS
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -70,6 +73,29 @@ class TenantAppCount:
 
 db = SQLAlchemy(model_class=Base)
 
+# Whether this thread's next SQLite transaction may write (see `_sqlite_begin`).
+_sqlite_writes = ContextVar("sqlite_writes", default=False)
+
+
+def expect_writes(writes: bool = True) -> None:
+    """Declare whether this unit of work (request, job) may write, before its first query.
+
+    On SQLite a transaction that may write begins IMMEDIATE: it takes the write lock at its
+    start, waiting up to the busy timeout. A deferred transaction that reads first and writes
+    later fails at once with "database is locked" when another write committed in between,
+    and the busy timeout never applies. PostgreSQL ignores this.
+    """
+    _sqlite_writes.set(writes)
+
+
+def init_db(app: Flask) -> None:
+    """Bind the handle to the app; a request with an unsafe method may write (`expect_writes`)."""
+    db.init_app(app)
+
+    @app.before_request
+    def declare_writes():
+        expect_writes(request.method not in SAFE_METHODS)
+
 
 @event.listens_for(Engine, "connect")
 def _sqlite_pragmas(dbapi_connection, connection_record):
@@ -81,6 +107,23 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
         cursor.execute("PRAGMA synchronous=NORMAL")  # safe with WAL; skips an fsync per commit
         cursor.execute("PRAGMA busy_timeout=15000")
         cursor.close()
+
+
+@event.listens_for(Engine, "begin")
+def _sqlite_begin(connection):
+    """SQLite: a unit of work that may write begins IMMEDIATE; others read outside a transaction.
+
+    Without writes expected, pysqlite's own handling stays: each read sees the latest commit and
+    a transaction begins only at the first write.
+    """
+    if connection.dialect.name != "sqlite":
+        return
+    driver = connection.connection.dbapi_connection
+    if _sqlite_writes.get():
+        driver.isolation_level = None  # no implicit BEGIN: this one takes the write lock now
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        driver.isolation_level = ""
 
 
 def take_tenant_slot(counter, tenant_id: uuid.UUID, limit: int, code: str) -> None:
