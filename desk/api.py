@@ -1,18 +1,23 @@
 """The desk's JSON endpoints: the signed inbound channel endpoint."""
+import logging
 import time
 import uuid
 
 from flask import Blueprint, request
+from redis.exceptions import RedisError
 from sqlalchemy import select
 
 from core.api import ApiError, ok
 from core.db import db
 from core.guards import parse_json_object, read_limited_body
+from core.web import answer_unreachable_stores
 from desk.channels import INBOUND_BODY_LIMIT, parse_inbound, store_inbound, verify_signature
 from desk.events import emit_message_received
 from desk.models import Channel, Tenant
 
+log = logging.getLogger(__name__)
 bp = Blueprint("desk_api", __name__, url_prefix="/api/channels")
+answer_unreachable_stores(bp, "service_unavailable")  # a 503 the channel retries, never a 500
 
 
 @bp.post("/<uuid:channel_id>/messages")
@@ -26,8 +31,20 @@ def inbound_message(channel_id: uuid.UUID):
     verify_signature(channel, request.headers.get("X-Channel-Timestamp"),
                      request.headers.get("X-Channel-Signature"), raw, time.time())
     stored = store_inbound(channel, parse_inbound(parse_json_object(raw)))
-    db.session.commit()
-    if not stored.duplicate:
-        emit_message_received(stored.tenant_id, stored.conversation_id, stored.message_id)
+    if stored.duplicate:
+        db.session.rollback()  # a replay changes nothing
+    else:
+        db.session.commit()
+        _emit(stored)
     return ok({"message_id": str(stored.message_id), "conversation_id": str(stored.conversation_id),
                "duplicate": stored.duplicate}, 200 if stored.duplicate else 201)
+
+
+def _emit(stored) -> None:
+    """Queue the message_received event; the message is stored either way, so Redis failing
+    here still answers 201 (a retry would be a duplicate and change nothing)."""
+    try:
+        emit_message_received(stored.tenant_id, stored.conversation_id, stored.message_id)
+    except RedisError as error:
+        log.error("message_received for message %s not queued (%s)", stored.message_id,
+                  type(error).__name__)

@@ -6,12 +6,12 @@ import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from core.api import ApiError
 from core.clock import utcnow
 from core.crypto import decrypt, encrypt, hmac_sha256_hex
-from core.db import db
+from core.db import db, insert_unless_present
+from core.text import storable
 from desk.models import Channel, Conversation, Customer, Message
 
 TIMESTAMP_SKEW = 300
@@ -64,10 +64,10 @@ def verify_signature(channel: Channel, timestamp: str | None, signature: str | N
 
 
 def _text(value, limit: int, path: str, optional: bool = False) -> str | None:
-    """A trimmed non-empty string up to `limit` characters, or None when optional and absent."""
+    """A trimmed non-empty string up to `limit` characters that the database can store."""
     if value is None and optional:
         return None
-    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+    if not isinstance(value, str) or not value.strip() or len(value) > limit or not storable(value):
         raise ApiError("invalid_message", 400, detail=path)
     return value.strip()
 
@@ -89,21 +89,32 @@ def parse_inbound(body: dict) -> Inbound:
     )
 
 
-def _upsert_customer(channel: Channel, inbound: Inbound) -> Customer:
-    """Find the customer by external id or create them; refresh the contact data given."""
-    customer = db.session.scalar(select(Customer).where(
-        Customer.tenant_id == channel.tenant_id, Customer.external_id == inbound.external_id))
-    if customer is None:
-        customer = Customer(tenant_id=channel.tenant_id, external_id=inbound.external_id,
-                            name=inbound.name)
-        db.session.add(customer)
+def _find_message(channel: Channel, message_id: str) -> Message | None:
+    """The message this channel already delivered under `message_id`."""
+    return db.session.scalar(select(Message).where(
+        Message.channel_id == channel.id, Message.external_id == message_id))
+
+
+def _lock_customer(channel: Channel, inbound: Inbound) -> Customer:
+    """The customer with this external id, created if new, locked until the transaction ends.
+
+    The lock serializes every message of one customer, so a conversation is opened once and a
+    replay waiting behind its twin finds the twin's message. (SQLite serializes all writers.)
+    """
+    insert_unless_present(Customer, ("tenant_id", "external_id"), {
+        "tenant_id": channel.tenant_id, "external_id": inbound.external_id, "name": inbound.name})
+    return db.session.scalar(select(Customer).where(
+        Customer.tenant_id == channel.tenant_id, Customer.external_id == inbound.external_id)
+        .with_for_update())
+
+
+def _refresh_contact(customer: Customer, inbound: Inbound) -> None:
+    """Keep the contact data the channel sent."""
     customer.name = inbound.name
     if inbound.phone is not None:
         customer.phone = inbound.phone
     if inbound.email is not None:
         customer.email = inbound.email
-    db.session.flush()
-    return customer
 
 
 def _open_conversation(channel: Channel, customer: Customer) -> Conversation:
@@ -124,26 +135,30 @@ def _open_conversation(channel: Channel, customer: Customer) -> Conversation:
     return conversation
 
 
+def _replay(channel: Channel, message: Message) -> Stored:
+    """What a replayed message_id answers: the original message, nothing changed."""
+    return Stored(channel.tenant_id, message.conversation_id, message.id, duplicate=True)
+
+
 def store_inbound(channel: Channel, inbound: Inbound) -> Stored:
-    """Store a verified message once; a replayed message_id changes nothing."""
-    existing = db.session.scalar(select(Message).where(
-        Message.channel_id == channel.id, Message.external_id == inbound.message_id))
+    """Store a verified message once, under any concurrency.
+
+    A replayed message_id is reported as a duplicate; the caller then rolls back, since a
+    replay changes nothing (its customer may have been touched before the twin was found).
+    """
+    existing = _find_message(channel, inbound.message_id)
     if existing is not None:
-        return Stored(channel.tenant_id, existing.conversation_id, existing.id, duplicate=True)
-    try:
-        with db.session.begin_nested():
-            customer = _upsert_customer(channel, inbound)
-            conversation = _open_conversation(channel, customer)
-            message = Message(tenant_id=channel.tenant_id, conversation_id=conversation.id,
-                              channel_id=channel.id, external_id=inbound.message_id,
-                              direction="inbound", kind="public", text=inbound.text)
-            db.session.add(message)
-            db.session.flush()
-    except IntegrityError:
-        # A concurrent delivery of the same message (or a new customer) won the race.
-        existing = db.session.scalar(select(Message).where(
-            Message.channel_id == channel.id, Message.external_id == inbound.message_id))
-        if existing is None:
-            raise ApiError("conflict_retry", 409) from None
-        return Stored(channel.tenant_id, existing.conversation_id, existing.id, duplicate=True)
+        return _replay(channel, existing)
+    customer = _lock_customer(channel, inbound)
+    existing = _find_message(channel, inbound.message_id)  # the twin held the lock first
+    if existing is not None:
+        return _replay(channel, existing)
+    _refresh_contact(customer, inbound)
+    conversation = _open_conversation(channel, customer)
+    message = insert_unless_present(Message, ("channel_id", "external_id"), {
+        "tenant_id": channel.tenant_id, "conversation_id": conversation.id, "channel_id": channel.id,
+        "external_id": inbound.message_id, "direction": "inbound", "kind": "public",
+        "text": inbound.text})
+    if message is None:  # the same message_id sent at once for another customer won
+        return _replay(channel, _find_message(channel, inbound.message_id))
     return Stored(channel.tenant_id, conversation.id, message.id, duplicate=False)

@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 from core.api import ApiError, parse_uuid
 from core.clock import iso
 from core.db import db, insert_unless_present
+from core.text import storable
 from desk.models import Customer
 from openapi.models import OpenApp, OpenRecord
 from openapi.webhooks import add_record_event
@@ -94,16 +95,7 @@ def _valid_value(value: object) -> bool:
     if isinstance(value, (int, float)):
         return abs(value) <= MAX_NUMBER and math.isfinite(value)  # huge integers would overflow isfinite
     if isinstance(value, str):
-        return len(value) <= STRING_CHARS and "\x00" not in value and not _has_lone_surrogate(value)
-    return False
-
-
-def _has_lone_surrogate(text: str) -> bool:
-    """Whether the text cannot be encoded as UTF-8 (a lone surrogate from a \\ud800 escape)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
+        return len(value) <= STRING_CHARS and storable(value)
     return False
 
 

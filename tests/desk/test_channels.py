@@ -178,3 +178,40 @@ def test_customers_are_separate_per_tenant(client, channel, other_tenant):
     send(client, (other, other_secret), payload())
     tenants = set(db.session.scalars(select(Customer.tenant_id)))
     assert len(tenants) == 2
+
+
+@pytest.mark.parametrize("path", ["text", "message_id", "customer.name", "customer.external_id"])
+@pytest.mark.parametrize("odd", ["\\u0000", "\\ud800", "\\udfff tail"])
+def test_nul_or_lone_surrogate_in_a_text_is_invalid_message(client, channel, path, odd):
+    body = json.dumps(payload()).replace('"m-1"', f'"m{odd}"' if path == "message_id" else '"m-1"')
+    field = {"text": "Hello, my parcel is late", "customer.name": "Wang Fang",
+             "customer.external_id": "c-1"}.get(path)
+    if field is not None:
+        body = body.replace(f'"{field}"', f'"{field}{odd}"')
+    response = send(client, channel, None, raw=body.encode())
+    assert response.status_code == 400
+    assert response.get_json()["error"] == {"code": "invalid_message", "detail": path}
+    assert _count(Message) == 0 and _count(Customer) == 0
+
+
+def test_a_replay_naming_another_customer_changes_nothing(client, channel):
+    assert send(client, channel, payload()).status_code == 201
+    again = send(client, channel, payload(external_id="c-2"))
+    assert again.status_code == 200 and again.get_json()["data"]["duplicate"] is True
+    assert list(db.session.scalars(select(Customer.external_id))) == ["c-1"]
+
+
+@pytest.mark.parametrize("store", ["SQLALCHEMY_DATABASE_URI", "REDIS_URL"])
+def test_an_unreachable_store_never_answers_500(app_config, channel, store, caplog):
+    from tests.conftest import build_app
+
+    unreachable = {"SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://studio@127.0.0.1:1/none",
+                   "REDIS_URL": "redis://127.0.0.1:1/0"}  # nothing listens on port 1
+    response = send(build_app({**app_config, store: unreachable[store]}).test_client(), channel,
+                    payload(text="marker-7f3a"))
+    if store == "REDIS_URL":  # stored: the answer says so, and the event's loss is logged
+        assert response.status_code == 201 and _count(Message) == 1
+    else:  # nothing stored: a 503 the channel retries
+        assert response.status_code == 503
+        assert response.get_json()["error"]["code"] == "service_unavailable"
+    assert "marker-7f3a" not in caplog.text
