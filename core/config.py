@@ -28,27 +28,46 @@ def _flag(value: str) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def make_private_dir(path: Path) -> Path:
+    """Create `path` readable only by its owner (0700), tightening it when it already exists."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def _private_file(path: Path) -> bool:
+    """Create an empty owner-only (0600) file unless it exists, tightening an existing one.
+
+    Returns True when this call created it. The mode is set at creation (O_EXCL), so the file is
+    never readable by others, not even for a moment, whatever the umask.
+    """
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        path.chmod(0o600)
+        return False
+    return True
+
+
 def _instance_secret(name: str, make) -> str:
     """Return a secret kept in instance/, generating it once for a fresh machine."""
-    path = INSTANCE_PATH / name
-    if not path.exists():
-        INSTANCE_PATH.mkdir(parents=True, exist_ok=True)
+    path = make_private_dir(INSTANCE_PATH) / name
+    if _private_file(path):
         path.write_text(make())
-        path.chmod(0o600)
     return path.read_text().strip()
 
 
 def _embedded_database() -> str:
-    """The default SQLite file under instance/ (created on a fresh checkout)."""
-    INSTANCE_PATH.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{INSTANCE_PATH / 'studio.db'}"
+    """The default SQLite file under instance/, created owner-only (its -wal/-shm files follow it)."""
+    path = make_private_dir(INSTANCE_PATH) / "studio.db"
+    _private_file(path)  # SQLite opens an empty file as a new database
+    return f"sqlite:///{path}"
 
 
 def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
     """Build the Flask config from the environment; `overrides` wins over everything."""
     overrides = overrides or {}
     cfg = {
-        "SQLALCHEMY_DATABASE_URI": environ.get("DATABASE_URL") or _embedded_database(),
         "REDIS_URL": environ.get("REDIS_URL") or None,
         "MODEL_BASE_URL": environ.get("MODEL_BASE_URL") or None,
         "MODEL_API_KEY": environ.get("MODEL_API_KEY") or None,
@@ -75,6 +94,8 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
     for name, default in SWITCHES.items():
         raw = environ.get(name)
         cfg[name] = default if raw is None or raw == "" else _flag(raw)
+    if "SQLALCHEMY_DATABASE_URI" not in overrides:
+        cfg["SQLALCHEMY_DATABASE_URI"] = environ.get("DATABASE_URL") or _embedded_database()
     if "SECRET_KEY" not in overrides:
         cfg["SECRET_KEY"] = environ.get("SECRET_KEY") or _instance_secret(
             "secret_key", lambda: secrets.token_urlsafe(48))

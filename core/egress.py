@@ -77,7 +77,7 @@ def check_url(url: str) -> Target:
     """Parse and check a URL's shape; raises EgressRefused."""
     try:
         parts = urlsplit(url)
-        port = parts.port or 443
+        port = 443 if parts.port is None else parts.port  # an explicit :0 is a port, not "default"
     except ValueError:
         raise EgressRefused("invalid_url") from None
     if parts.scheme != "https":

