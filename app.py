@@ -8,7 +8,7 @@ from flask_migrate import Migrate
 
 from core.api import register_error_handlers
 from core.config import INSTANCE_PATH, PROJECT_ROOT, load_config, warn_about_egress_knobs
-from core.db import db, init_db
+from core.db import db
 from core.web import init_web
 
 migrate = Migrate()
@@ -22,7 +22,7 @@ def create_app(config: dict | None = None) -> Flask:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     warn_about_egress_knobs(app.config)
 
-    init_db(app)
+    db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"),
                      render_as_batch=True, compare_type=True)
     htmx.init_app(app)

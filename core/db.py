@@ -1,10 +1,8 @@
 """Database base class, shared column types and the Flask-SQLAlchemy handle."""
 import uuid
-from contextvars import ContextVar
 from datetime import datetime, timezone
 from functools import cache
 
-from flask import Flask, request
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, TypeDecorator, Uuid, event, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -13,7 +11,6 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, registry
 
 from core.api import ApiError
-from core.guards import SAFE_METHODS
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -73,57 +70,26 @@ class TenantAppCount:
 
 db = SQLAlchemy(model_class=Base)
 
-# Whether this thread's next SQLite transaction may write (see `_sqlite_begin`).
-_sqlite_writes = ContextVar("sqlite_writes", default=False)
-
-
-def expect_writes(writes: bool = True) -> None:
-    """Declare whether this unit of work (request, job) may write, before its first query.
-
-    On SQLite a transaction that may write begins IMMEDIATE: it takes the write lock at its
-    start, waiting up to the busy timeout. A deferred transaction that reads first and writes
-    later fails at once with "database is locked" when another write committed in between,
-    and the busy timeout never applies. PostgreSQL ignores this.
-    """
-    _sqlite_writes.set(writes)
-
-
-def init_db(app: Flask) -> None:
-    """Bind the handle to the app; a request with an unsafe method may write (`expect_writes`)."""
-    db.init_app(app)
-
-    @app.before_request
-    def declare_writes():
-        expect_writes(request.method not in SAFE_METHODS)
-
 
 @event.listens_for(Engine, "connect")
 def _sqlite_pragmas(dbapi_connection, connection_record):
-    """SQLite (the embedded default): enforce foreign keys, let readers and a writer overlap."""
+    """SQLite (the embedded default): enforce foreign keys, let readers and a writer overlap.
+
+    A transaction begins at a unit of work's first write, as BEGIN IMMEDIATE: it waits for the
+    write lock (busy timeout) and reads the latest commit from then on. Reads before it see the
+    latest commit each, as under PostgreSQL's READ COMMITTED. A deferred transaction that read
+    first would fail at once with "database is locked" when another write committed in between,
+    which is why nothing here uses SAVEPOINT (pysqlite opens no transaction before it): use
+    `insert_unless_present` and conditional statements instead.
+    """
     if type(dbapi_connection).__module__.startswith("sqlite3"):
+        dbapi_connection.isolation_level = "IMMEDIATE"
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")  # safe with WAL; skips an fsync per commit
         cursor.execute("PRAGMA busy_timeout=15000")
         cursor.close()
-
-
-@event.listens_for(Engine, "begin")
-def _sqlite_begin(connection):
-    """SQLite: a unit of work that may write begins IMMEDIATE; others read outside a transaction.
-
-    Without writes expected, pysqlite's own handling stays: each read sees the latest commit and
-    a transaction begins only at the first write.
-    """
-    if connection.dialect.name != "sqlite":
-        return
-    driver = connection.connection.dbapi_connection
-    if _sqlite_writes.get():
-        driver.isolation_level = None  # no implicit BEGIN: this one takes the write lock now
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-    else:
-        driver.isolation_level = ""
 
 
 def take_tenant_slot(counter, tenant_id: uuid.UUID, limit: int, code: str) -> None:
