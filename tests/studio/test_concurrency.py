@@ -8,8 +8,9 @@ from sqlalchemy import func, select
 from core.db import db
 from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioApp, StudioRecord
-from tests.conftest import login
-from tests.studio.conftest import ORIGIN
+from tests.conftest import login, start_of_a_fresh_minute
+from tests.studio.conftest import ORIGIN, sample_definition
+from tests.studio.test_scripts import _executions
 
 PARALLEL = 20
 
@@ -60,25 +61,25 @@ def test_parallel_publishes_with_the_same_expected_version_have_one_winner(app, 
 
 
 def _submission_overtaken_by(app, admin, live_app, monkeypatch, change) -> tuple:
-    """Pause a submission inside its script step, let `change` commit, then let it finish."""
+    """Pause a submission inside its rules step, let `change` commit, then let it finish."""
     from studio import records
 
-    in_script, go_on = threading.Event(), threading.Event()
-    run_script = records.run_code
+    in_rules, go_on = threading.Event(), threading.Event()
+    run_rules = records.run_rules
 
-    def pause_in_script(*args):  # the real step, after a pause the test controls
-        in_script.set()
+    def pause_in_rules(*args):  # the real step, after a pause the test controls
+        in_rules.set()
         go_on.wait(10)
-        return run_script(*args)
+        return run_rules(*args)
 
-    monkeypatch.setattr(records, "run_code", pause_in_script)
+    monkeypatch.setattr(records, "run_rules", pause_in_rules)
     submitter, changer = _browsers(app, admin.user.email, 2)
     answers = []
     body = {"version": 1, "input": {"title": "Late"}, "idempotency_key": str(uuid.uuid4())}
     thread = threading.Thread(target=lambda: answers.append(
         submitter.post(f"/api/extensions/{live_app}/records", json=body, headers=ORIGIN)))
     thread.start()
-    assert in_script.wait(10)
+    assert in_rules.wait(10)
     changed = change(changer)
     go_on.set()
     thread.join(20)
@@ -105,3 +106,20 @@ def test_a_submission_overtaken_by_a_new_live_version_saves_nothing(app, admin, 
     assert late.status_code == 409 and late.get_json()["error"]["code"] == "extension_not_active"
     assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 0
     assert db.session.scalar(select(StudioApp.record_count).where(StudioApp.id == uuid.UUID(live_app))) == 0
+
+
+SLOW_SCRIPT = "for (let i = 0; i < 2e6; i++) {} return {title: input.title + '!'};"
+
+
+def test_parallel_submissions_with_one_key_run_the_script_once(app, admin, api, runner, tenant):
+    start_of_a_fresh_minute()
+    app_id = api.create(sample_definition(code={"language": "javascript", "source": SLOW_SCRIPT}))
+    assert api.simulate(app_id, data={"title": "sample"}).status_code == 200
+    assert api.publish(app_id, code_confirmed=True).status_code == 200
+    before = _executions(tenant)
+    body = {"version": 1, "input": {"title": "Storm"}, "idempotency_key": str(uuid.uuid4())}
+    responses = _at_once(_browsers(app, admin.user.email, 8), f"/api/extensions/{app_id}/records", body)
+    assert {r.status_code for r in responses} == {200}, [r.get_json() for r in responses]
+    assert len({r.get_json()["data"]["record_id"] for r in responses}) == 1
+    assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 1
+    assert _executions(tenant) - before == 1
