@@ -3,7 +3,8 @@ import json
 from urllib.parse import urlsplit
 
 from flask import request
-from werkzeug.exceptions import RequestEntityTooLarge
+from gunicorn.http.errors import ParseException as ServerParseError
+from werkzeug.exceptions import BadRequest, RequestEntityTooLarge
 
 from core.api import ApiError
 
@@ -21,8 +22,12 @@ def require_same_origin() -> None:
         raise ApiError("forbidden", 403)
 
 
-def read_limited_body(limit: int) -> bytes:
-    """The raw body, refused with 413 above `limit` bytes before anything is parsed."""
+def read_limited_body(limit: int, malformed: str = "invalid_json") -> bytes:
+    """The raw body, refused with 413 above `limit` bytes before anything is parsed.
+
+    A body whose framing is broken (a bad chunk size or terminator, a connection that ends
+    early) is `400 <malformed>`: the server's parser raises while the body is read.
+    """
     if request.content_length is not None and request.content_length > limit:
         raise ApiError("request_too_large", 413)
     # A chunked body has no length: werkzeug stops reading it quietly at the maximum, so one byte
@@ -32,6 +37,8 @@ def read_limited_body(limit: int) -> bytes:
         raw = request.get_data(cache=True)
     except RequestEntityTooLarge:
         raise ApiError("request_too_large", 413) from None
+    except (BadRequest, OSError, ServerParseError):  # werkzeug's server, then gunicorn's parser
+        raise ApiError(malformed, 400) from None
     if len(raw) > limit:
         raise ApiError("request_too_large", 413)
     return raw

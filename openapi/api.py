@@ -94,7 +94,7 @@ def list_records():
 
 def _record_body() -> object:
     """`{data}` from a JSON body of at most 20,000 bytes (413), else 400 invalid_record."""
-    raw = read_limited_body(BODY_LIMIT)
+    raw = read_limited_body(BODY_LIMIT, malformed="invalid_record")
     if request.mimetype != "application/json":
         raise ApiError("invalid_record", 400)
     try:

@@ -270,3 +270,37 @@ def start_of_a_fresh_minute(needed: float = 15.0) -> None:
     left = 60 - time.time() % 60
     if left < needed:
         time.sleep(left + 0.2)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def gunicorn(app, app_config, tmp_path):
+    """The production web server (2 worker processes of 4 threads, as the Procfile's web line)
+    on the test database and Redis; its base URL."""
+    import requests
+
+    port = free_port()
+    log = open(tmp_path / "gunicorn.log", "wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "2",
+         "--threads", "4", "wsgi:app"], cwd=PROJECT_ROOT, env=process_env(app_config),
+        stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
+                break
+        except requests.RequestException:
+            time.sleep(0.1)
+    else:
+        raise RuntimeError("gunicorn did not start")
+    yield base
+    process.terminate()
+    process.wait(timeout=20)
+    log.close()

@@ -2,9 +2,6 @@
 starts it) on the test database: every accepted message is stored exactly once and nothing
 answers 5xx, alone and while Open API and Studio writes run at the same time."""
 import json
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +10,6 @@ import pytest
 import requests
 from sqlalchemy import func, select
 
-from core.config import PROJECT_ROOT
 from core.crypto import hmac_sha256_hex
 from core.db import db
 from desk.channels import create_channel
@@ -21,38 +17,8 @@ from desk.models import Conversation, Customer, Message
 from openapi.apps import SCOPES, create_app
 from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioRecord
-from tests.conftest import CSRF_RE, PASSWORD, process_env
+from tests.conftest import CSRF_RE, PASSWORD
 from tests.studio.conftest import sample_definition
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture
-def server(app, app_config, tmp_path):
-    """gunicorn with 2 worker processes of 4 threads each, like the Procfile's web line."""
-    port = _free_port()
-    log = open(tmp_path / "gunicorn.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "2",
-         "--threads", "4", "wsgi:app"], cwd=PROJECT_ROOT, env=process_env(app_config),
-        stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
-                break
-        except requests.RequestException:
-            time.sleep(0.1)
-    else:
-        raise RuntimeError("gunicorn did not start")
-    yield base
-    process.terminate()
-    process.wait(timeout=20)
-    log.close()
 
 
 @pytest.fixture
@@ -86,12 +52,12 @@ def _stored_once(sent: set[str]) -> None:
 
 
 def test_a_concurrent_burst_with_new_and_existing_customers_and_replays_stores_each_message_once(
-        server, channel):
-    assert _send(server, channel, "seed", "existing", "first contact") == 201
+        gunicorn, channel):
+    assert _send(gunicorn, channel, "seed", "existing", "first contact") == 201
     burst = [(f"m-{n}", "existing" if n % 2 else f"new-{n % 4}", f"message {n}") for n in range(16)]
     burst += burst[:8]  # the channel repeats half of them at the same time
     with ThreadPoolExecutor(len(burst)) as pool:
-        statuses = list(pool.map(lambda m: _send(server, channel, *m), burst))
+        statuses = list(pool.map(lambda m: _send(gunicorn, channel, *m), burst))
     assert all(status in (200, 201) for status in statuses), statuses
     assert statuses.count(201) == 16
     _stored_once({"seed"} | {message_id for message_id, _, _ in burst})
@@ -122,23 +88,23 @@ def _live_studio_app(base: str, browser: requests.Session) -> str:
 
 
 def test_inbound_messages_hold_under_mixed_load_with_open_api_and_studio_writes(
-        server, channel, tenant, admin):
+        gunicorn, channel, tenant, admin):
     tokens = [create_app(tenant.id, admin.user_id, f"Partner {n}", list(SCOPES), None).token for n in range(3)]
     db.session.commit()
-    browser = _console(server, admin.user.email)
-    studio_apps = [_live_studio_app(server, browser) for _ in range(2)]
+    browser = _console(gunicorn, admin.user.email)
+    studio_apps = [_live_studio_app(gunicorn, browser) for _ in range(2)]
 
     def inbound(thread: int) -> list[int]:
-        return [_send(server, channel, f"t{thread}-{n}", f"c-{n % 7}", f"text {n}") for n in range(30)]
+        return [_send(gunicorn, channel, f"t{thread}-{n}", f"c-{n % 7}", f"text {n}") for n in range(30)]
 
     def open_api(token: str) -> list[int]:
-        return [requests.post(f"{server}/api/v1/open/records", json={"data": {"n": n}}, timeout=60,
+        return [requests.post(f"{gunicorn}/api/v1/open/records", json={"data": {"n": n}}, timeout=60,
                               headers={"Authorization": f"Bearer {token}",
                                        "Idempotency-Key": str(uuid.uuid4())}).status_code
                 for n in range(20)]
 
     def studio(app_id: str) -> list[int]:
-        return [browser.post(f"{server}/api/extensions/{app_id}/records", timeout=60,
+        return [browser.post(f"{gunicorn}/api/extensions/{app_id}/records", timeout=60,
                              json={"version": 1, "input": {"title": f"T{n}"},
                                    "idempotency_key": str(uuid.uuid4())}).status_code for n in range(20)]
 
