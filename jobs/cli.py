@@ -10,22 +10,28 @@ from jobs.queues import DEFAULT, RUNNER_QUEUES, WORKER_QUEUES
 from studio.runner import sandbox
 
 jobs_cli = AppGroup("jobs", help="Background processes.")
+LOG_LEVEL = click.option("--log-level", default="INFO", show_default=True,
+                         type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+                         help="Level of RQ's worker log lines.")
 
 
 @jobs_cli.command("worker")
 @click.option("--burst", is_flag=True, help="Stop when the queues are empty.")
-def worker(burst: bool):
+@LOG_LEVEL
+def worker(burst: bool, log_level: str):
     """RQ worker for events, webhooks and default jobs, with RQ's scheduler for retries."""
-    Worker(list(WORKER_QUEUES), connection=get_redis()).work(burst=burst, with_scheduler=True)
+    Worker(list(WORKER_QUEUES), connection=get_redis()).work(burst=burst, with_scheduler=True,
+                                                             logging_level=log_level)
 
 
 @jobs_cli.command("runner")
 @click.option("--burst", is_flag=True, help="Stop when the queue is empty.")
-def runner(burst: bool):
+@LOG_LEVEL
+def runner(burst: bool, log_level: str):
     """Script runner: serves only `scripts`, one task at a time, through its sandbox process."""
     sandbox().process()  # start the sandbox before the first task arrives
     try:
-        SimpleWorker(list(RUNNER_QUEUES), connection=get_redis()).work(burst=burst)
+        SimpleWorker(list(RUNNER_QUEUES), connection=get_redis()).work(burst=burst, logging_level=log_level)
     finally:
         sandbox().close()
 
