@@ -2,6 +2,7 @@
 import contextvars
 import os
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -281,15 +282,17 @@ def free_port() -> int:
 
 @pytest.fixture
 def gunicorn(app, app_config, tmp_path):
-    """The production web server (2 worker processes of 4 threads, as the Procfile's web line)
-    on the test database and Redis; its base URL."""
+    """The production web server, started by the Procfile's own web line (gunicorn, 2 worker
+    processes of 4 threads, the redacting access log) on the test database and Redis; its base
+    URL. Its output is `gunicorn.log` in the test's tmp_path."""
     import requests
 
     port = free_port()
     log = open(tmp_path / "gunicorn.log", "wb")
+    web = next(line for line in (PROJECT_ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
+    command = shlex.split(web.removeprefix("web:").replace("$PORT", str(port)))
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "2",
-         "--threads", "4", "wsgi:app"], cwd=PROJECT_ROOT, env=process_env(app_config),
+        [sys.executable, "-m", *command], cwd=PROJECT_ROOT, env=process_env(app_config),
         stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     for _ in range(300):
