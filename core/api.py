@@ -95,7 +95,9 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def handle_unexpected(err: Exception):
-        log.exception("unhandled error on %s %s", request.method, request.path)
+        # The route's pattern, not the path: a path can carry a one-time token.
+        rule = request.url_rule.rule if request.url_rule is not None else "(no route)"
+        log.exception("unhandled error on %s %s", request.method, rule)
         if wants_json():
             return error_response(ApiError("internal_error", 500))
         return _html_error(500, "internal_error")
