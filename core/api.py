@@ -19,6 +19,12 @@ HTTP_CODES = {
 }
 
 
+def printable(text: str) -> str:
+    """The text with lone surrogates and NUL written as backslash escapes, so any page or JSON
+    answer can carry it (a path can name a key that came from the request or a script)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
 class ApiError(Exception):
     """A domain error with the spec's code and HTTP status; `detail` names the offending path."""
 
@@ -27,7 +33,7 @@ class ApiError(Exception):
         super().__init__(code)
         self.code = code
         self.status = status
-        self.detail = detail
+        self.detail = printable(detail) if detail is not None else None
         self.headers = headers or {}
         self.extra = extra or {}
 

@@ -113,9 +113,7 @@ def _canonical(definition: dict) -> bytes:
 
 def _fail(path: str, code: str = INVALID) -> NoReturn:
     """Stop at the first problem; the whole document is `$`."""
-    # A property name may hold a lone surrogate ("\ud800" in JSON): spell it out so the path
-    # can still be shown on a page, which must encode as UTF-8.
-    raise ApiError(code, 400, detail=(path or "$").encode("utf-8", "backslashreplace").decode("utf-8"))
+    raise ApiError(code, 400, detail=path or "$")  # ApiError escapes a lone surrogate in a key
 
 
 def _at(path: str, name: str) -> str:

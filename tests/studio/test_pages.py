@@ -299,3 +299,18 @@ def test_ledger_shows_checkboxes_as_yes_or_no_and_numbers_readably(api, admin_cl
     ledger = _text(admin_client.get(f"/extensions/{app_id}")).split('id="ledger"')[1]
     cells = re.findall(r"<td>([^<]*)</td>", ledger)
     assert cells[:3] == ["B", "No", ""] and cells[4:7] == ["A", "Yes", "1,234.5"]
+
+
+@pytest.mark.parametrize("key,shown", [("\\ud800", "output.\\ud800"), ("a\\u0000b", "output.a\\x00b")])
+def test_an_unprintable_output_key_is_shown_escaped_on_the_simulation_page(admin_client, api, runner, key,
+                                                                          shown):
+    from tests.studio.conftest import sample_definition
+
+    app_id = api.create(sample_definition(code={"language": "javascript",
+                                                "source": f'return {{"{key}": 1}};'}))
+    response = _form(admin_client, f"/extensions/{app_id}/simulate", {"version": "1", "f_title": "T"},
+                     headers={"HX-Request": "true"})
+    assert response.status_code == 422
+    assert "does not accept" in _text(response) and shown in _text(response)
+    answer = api.simulate(app_id, data={"title": "T"})
+    assert answer.get_json()["error"] == {"code": "code_invalid_output", "detail": shown}
