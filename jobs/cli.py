@@ -1,4 +1,6 @@
 """`flask jobs worker|runner|cron`: long-running processes inside the app context."""
+import logging
+
 import click
 from flask.cli import AppGroup
 from rq import SimpleWorker, Worker
@@ -10,6 +12,33 @@ from jobs.queues import DEFAULT, RUNNER_QUEUES, WORKER_QUEUES
 from studio.runner import sandbox
 
 jobs_cli = AppGroup("jobs", help="Background processes.")
+RESULT_LINE = "Worker %s: result: %r"  # RQ 3.0 logs every job's return value at DEBUG
+
+
+class NoPayloadInLogs(logging.Filter):
+    """RQ's worker log lines without job payloads.
+
+    Job descriptions are neutral already (`jobs.queues.enqueue`). This drops the line that prints
+    a job's return value (a script's output is submitted data) and blanks the arguments RQ attaches
+    to a failed job's log record as `extra`, which a structured log handler would print.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == RESULT_LINE:
+            return False
+        for name in ("arguments", "kwargs"):
+            if name in record.__dict__:
+                setattr(record, name, None)
+        return True
+
+
+def keep_payloads_out_of_logs() -> None:
+    """Install the filter on RQ's worker logger (once)."""
+    logger = logging.getLogger("rq.worker")
+    if not any(isinstance(existing, NoPayloadInLogs) for existing in logger.filters):
+        logger.addFilter(NoPayloadInLogs())
+
+
 LOG_LEVEL = click.option("--log-level", default="INFO", show_default=True,
                          type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
                          help="Level of RQ's worker log lines.")
@@ -20,6 +49,7 @@ LOG_LEVEL = click.option("--log-level", default="INFO", show_default=True,
 @LOG_LEVEL
 def worker(burst: bool, log_level: str):
     """RQ worker for events, webhooks and default jobs, with RQ's scheduler for retries."""
+    keep_payloads_out_of_logs()
     Worker(list(WORKER_QUEUES), connection=get_redis()).work(burst=burst, with_scheduler=True,
                                                              logging_level=log_level)
 
@@ -29,6 +59,7 @@ def worker(burst: bool, log_level: str):
 @LOG_LEVEL
 def runner(burst: bool, log_level: str):
     """Script runner: serves only `scripts`, one task at a time, through its sandbox process."""
+    keep_payloads_out_of_logs()
     sandbox().process()  # start the sandbox before the first task arrives
     try:
         SimpleWorker(list(RUNNER_QUEUES), connection=get_redis()).work(burst=burst, logging_level=log_level)

@@ -17,9 +17,12 @@ def queue(name: str) -> Queue:
 
 
 def enqueue(func: str, *args, queue_name: str = DEFAULT, job_id: str | None = None,
-            retry: Retry | None = None, job_timeout: int | None = None, **kwargs):
-    """Enqueue `func` (an import path: a job's wire format) with id-only arguments.
+            retry: Retry | None = None, job_timeout: int | None = None, ttl: int | None = None,
+            result_ttl: int | None = None, failure_ttl: int | None = None, **kwargs):
+    """Enqueue `func` (an import path: a job's wire format) with id-only arguments (scripts excepted).
 
+    The job's description is the import path alone: RQ's default is the call with its arguments,
+    which workers log and which would put a script's source and input into the runner's log.
     A deterministic `job_id` collapses duplicates while the first is still queued.
     Call it only after the transaction that wrote the rows has committed.
     """
@@ -28,4 +31,5 @@ def enqueue(func: str, *args, queue_name: str = DEFAULT, job_id: str | None = No
         existing = q.fetch_job(job_id)
         if existing is not None and existing.get_status(refresh=True) in ("queued", "scheduled", "deferred", "started"):
             return existing
-    return q.enqueue(func, args=args, kwargs=kwargs, job_id=job_id, retry=retry, job_timeout=job_timeout)
+    return q.enqueue(func, args=args, kwargs=kwargs, job_id=job_id, retry=retry, job_timeout=job_timeout,
+                     ttl=ttl, result_ttl=result_ttl, failure_ttl=failure_ttl, description=func)

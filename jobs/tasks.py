@@ -14,6 +14,7 @@ def run_script(source: str, input_json: str) -> dict:
 
     Unlike other jobs it carries data, not ids: the input after the rules is stored nowhere, and
     the runner never opens the database. The web process deletes the job once it has the answer.
+    Its description is the import path alone and the runner never logs what it returns.
     """
     return sandbox().execute(source, input_json)
 

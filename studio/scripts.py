@@ -13,7 +13,7 @@ from rq.results import Result
 from core.api import ApiError
 from core.limits import hit_fixed_window
 from core.redis import get_redis
-from jobs.queues import SCRIPTS, queue
+from jobs.queues import SCRIPTS, enqueue
 from studio.catalog import LIMITS
 from studio.engine import validate_input
 
@@ -48,8 +48,8 @@ def _wait_for_result(job: Job, deadline: float) -> Result | None:
 def _hand_to_runner(source: str, input_json: str) -> dict:
     """Enqueue the task and wait for the runner's reply within the task bound."""
     deadline = time.monotonic() + TASK_SECONDS
-    job = queue(SCRIPTS).enqueue("jobs.tasks.run_script", args=(source, input_json), job_timeout=5,
-                                 ttl=int(TASK_SECONDS) + 1, result_ttl=30, failure_ttl=30)
+    job = enqueue("jobs.tasks.run_script", source, input_json, queue_name=SCRIPTS, job_timeout=5,
+                  ttl=int(TASK_SECONDS) + 1, result_ttl=30, failure_ttl=30)
     try:
         result = _wait_for_result(job, deadline)
         if result is None:
