@@ -2,6 +2,7 @@
 import logging
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from cryptography.fernet import Fernet
@@ -80,6 +81,11 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "WTF_CSRF_TIME_LIMIT": None,
+        # Console sessions live in Redis (desk/sessions.py): ended by logout, a password change or
+        # deactivation, after an hour without a request, and 12 hours after login in any case.
+        "PERMANENT_SESSION_LIFETIME": timedelta(hours=12),
+        "SESSION_IDLE_TIMEOUT": timedelta(minutes=60),
+        "SESSION_REFRESH_EACH_REQUEST": False,  # the registry slides the idle timeout, not the cookie
         # hide_parameters: a database error's message (logged with its traceback) never carries
         # the submitted values bound to the statement.
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True, "hide_parameters": True},

@@ -12,6 +12,12 @@ log = logging.getLogger(__name__)
 
 _embedded = {}
 
+# Lua prologue: the Redis server's clock in whole milliseconds, shared by every web process.
+NOW_MS = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
+
 
 def start_embedded(db_path: Path) -> str:
     """Start (once per process) an embedded Redis on a unix socket and return its URL."""
@@ -55,3 +61,8 @@ def get_redis() -> redis.Redis:
     if "redis" not in ext:
         ext["redis"] = redis.Redis.from_url(redis_url())
     return ext["redis"]
+
+
+def run_script(source: str, keys: list[str], args: list):
+    """Run a Lua script atomically on the app's Redis."""
+    return get_redis().register_script(source)(keys=keys, args=args)

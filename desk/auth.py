@@ -1,19 +1,23 @@
-"""Console login, logout, tenant selection and the restricted session hand-off links."""
+"""Console login, logout, password change, tenant selection and the restricted
+session hand-off links."""
 import uuid
 from urllib.parse import urlsplit
 
-from flask import Blueprint, redirect, render_template, request, session, url_for
+from flask import Blueprint, flash, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_required
 from sqlalchemy import func, select
 
+from core.api import ApiError
 from core.db import db
 from core.limits import hit_fixed_window
 from core.redis import get_redis
-from desk.forms import LoginForm, LogoutForm, SelectTenantForm
+from desk.forms import ChangePasswordForm, LoginForm, LogoutForm, SelectTenantForm
 from desk.handoff import redeem_link_token
 from desk.models import User
 from desk.sessions import (ASSISTANT, CONSOLE, IMPERSONATION, active_memberships, current_member,
-                           end_session, landing_url, session_type, start_session)
+                           end_session, landing_url, resume_session, session_type,
+                           start_session)
+from desk.tenancy import set_password
 
 bp = Blueprint("desk", __name__)
 
@@ -99,6 +103,28 @@ def select_tenant():
     return render_template("desk/select_tenant.html", memberships=memberships, form=form)
 
 
+@bp.route("/account/password", methods=["GET", "POST"])
+@login_required
+def change_password():
+    """The console user's own password; the change logs out every other session of theirs."""
+    if session_type() != CONSOLE:
+        raise ApiError("session_scope_forbidden", 403)
+    form = ChangePasswordForm()
+    if not form.validate_on_submit():
+        status = 422 if request.method == "POST" else 200
+        return render_template("desk/password.html", form=form), status
+    user = current_user._get_current_object()
+    if not user.check_password(form.current_password.data):
+        form.current_password.errors.append("Your current password is wrong.")
+        return render_template("desk/password.html", form=form), 422
+    member, tenant_id = current_member(), session.get("tenant_id")
+    set_password(user, form.new_password.data)
+    db.session.commit()
+    start_session(user, CONSOLE, tenant_id=uuid.UUID(tenant_id) if tenant_id else None)  # a new id
+    flash("Password changed. Your other sessions have been logged out.", "ok")
+    return redirect(landing_url(member) if member else url_for("desk.select_tenant"))
+
+
 def _open_handoff(kind: str, token: str):
     """Redeem a one-time link and open a restricted session bound to the member's tenant."""
     member = redeem_link_token(kind, token)
@@ -132,9 +158,9 @@ def home():
 
 
 def load_user(user_id: str) -> User | None:
-    """Flask-Login user loader."""
+    """Flask-Login user loader: the signed cookie counts only while its session is live in Redis."""
     try:
-        return db.session.get(User, uuid.UUID(user_id))
+        return resume_session(uuid.UUID(user_id))
     except ValueError:
         return None
 

@@ -12,7 +12,7 @@ from desk.channels import create_channel
 from desk.handoff import issue_link_token
 from desk.models import TIERS, Member, ROLES, Tenant
 from desk.sessions import ASSISTANT, IMPERSONATION
-from desk.tenancy import add_member, create_tenant
+from desk.tenancy import add_member, create_tenant, deactivate_member, get_member, set_password
 
 tenants_cli = AppGroup("tenants", help="Manage tenants.")
 members_cli = AppGroup("members", help="Manage members.")
@@ -59,6 +59,35 @@ def members_add(tenant_id, email, password, role, display_name, as_json):
     member = commit_or_fail(lambda: add_member(tenant_id, email, password, role, display_name))
     emit({"user_id": str(member.user_id), "member_id": str(member.id)}, as_json,
           f"member {member.id} added")
+
+
+@members_cli.command("set-password")
+@click.option("--member", "member_id", type=click.UUID, required=True)
+@click.option("--password", required=True)
+@click.option("--json", "as_json", is_flag=True)
+def members_set_password(member_id, password, as_json):
+    """Set the member's user's password (every tenant they belong to) and end all their sessions."""
+    def change():
+        member = get_member(member_id)
+        set_password(member.user, password)
+        return member
+    member = commit_or_fail(change)
+    emit({"member_id": str(member.id), "user_id": str(member.user_id)}, as_json,
+         f"password of user {member.user_id} set; their sessions have ended")
+
+
+@members_cli.command("deactivate")
+@click.option("--member", "member_id", type=click.UUID, required=True)
+@click.option("--json", "as_json", is_flag=True)
+def members_deactivate(member_id, as_json):
+    """Deactivate a member's seat and end all of that user's sessions."""
+    def deactivate():
+        member = get_member(member_id)
+        deactivate_member(member)
+        return member
+    member = commit_or_fail(deactivate)
+    emit({"member_id": str(member.id), "user_id": str(member.user_id), "active": member.active},
+         as_json, f"member {member.id} deactivated; their sessions have ended")
 
 
 @channels_cli.command("create")

@@ -1,7 +1,9 @@
 """Forms of the desk's own pages (CSRF-protected by Flask-WTF)."""
 from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField
-from wtforms.validators import DataRequired, Length
+from wtforms.validators import DataRequired, EqualTo, Length
+
+from desk.tenancy import PASSWORD_MAX, PASSWORD_MIN
 
 
 class LoginForm(FlaskForm):
@@ -19,3 +21,14 @@ class SelectTenantForm(FlaskForm):
 
 class LogoutForm(FlaskForm):
     """Only the CSRF token: logging out is a POST."""
+
+
+class ChangePasswordForm(FlaskForm):
+    """The current password and the new one twice."""
+
+    current_password = PasswordField("Current password", validators=[DataRequired(), Length(max=PASSWORD_MAX)])
+    new_password = PasswordField("New password", validators=[
+        DataRequired(), Length(min=PASSWORD_MIN, message=f"Use at least {PASSWORD_MIN} characters."),
+        Length(max=PASSWORD_MAX, message=f"Use at most {PASSWORD_MAX} characters.")])
+    confirm_password = PasswordField("New password again", validators=[
+        DataRequired(), EqualTo("new_password", message="The two new passwords differ.")])

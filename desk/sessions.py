@@ -1,5 +1,10 @@
-"""Session kinds, the current member, and the role guards every console surface uses."""
+"""Session kinds, the server-side session registry, the current member, and the role guards
+every console surface uses."""
+import hashlib
+import hmac
+import secrets
 import uuid
+from datetime import timedelta
 from functools import wraps
 
 from flask import current_app, g, redirect, request, session, url_for
@@ -9,28 +14,138 @@ from sqlalchemy import select
 from core.api import ApiError, wants_json
 from core.guards import SAFE_METHODS, require_same_origin
 from core.db import db
+from core.redis import NOW_MS, get_redis, run_script
 from desk.models import Member, Tenant, User
 
 CONSOLE, IMPERSONATION, ASSISTANT = "console", "impersonation", "assistant"
 SESSION_TYPES = (CONSOLE, IMPERSONATION, ASSISTANT)
 WORKBENCH_ROLES = ("admin", "supervisor", "agent")
 
+# The registry: `session:<sha256 of the cookie's id>` holds the user, the password it was opened
+# with (a keyed digest) and the absolute deadline (Redis server time, ms); the key's TTL is the
+# idle timeout, slid by every request but never past the deadline. `user-sessions:<user id>` lists
+# a user's ids so that a password change or deactivation can end them all.
+SESSION_KEY = "session:"
+USER_SESSIONS_KEY = "user-sessions:"
+
+# KEYS: session, user set; ARGV: user id, credential, lifetime ms, idle ms, digest, key prefix.
+_OPEN = NOW_MS + """
+local lifetime, idle = tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], 'user', ARGV[1], 'credential', ARGV[2], 'deadline', now + lifetime)
+redis.call('PEXPIRE', KEYS[1], math.min(idle, lifetime))
+for _, digest in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  if redis.call('EXISTS', ARGV[6] .. digest) == 0 then redis.call('SREM', KEYS[2], digest) end
+end
+redis.call('SADD', KEYS[2], ARGV[5])
+redis.call('PEXPIRE', KEYS[2], lifetime)
+"""
+# KEYS: session; ARGV: user id, idle ms. Returns the credential of a live session of that user.
+_RESUME = NOW_MS + """
+local user, credential, deadline = unpack(redis.call('HMGET', KEYS[1], 'user', 'credential', 'deadline'))
+if user ~= ARGV[1] then return false end
+local left = tonumber(deadline) - now
+if left <= 0 then
+  redis.call('DEL', KEYS[1])
+  return false
+end
+redis.call('PEXPIRE', KEYS[1], math.min(tonumber(ARGV[2]), left))
+return credential
+"""
+# KEYS: user set; ARGV: key prefix. Returns how many live sessions ended.
+_END_ALL = """
+local ended = 0
+for _, digest in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  ended = ended + redis.call('DEL', ARGV[1] .. digest)
+end
+redis.call('DEL', KEYS[1])
+return ended
+"""
+_AUTH_KEYS = ("_user_id", "_fresh", "_id", "sid", "session_type", "tenant_id")
+
+
+def _digest(session_id: str) -> str:
+    """The registry's name for a cookie's session id (the id itself is never stored)."""
+    return hashlib.sha256(session_id.encode()).hexdigest()
+
+
+def _credential(user: User) -> str:
+    """A keyed digest of the password hash: a session opened before a password change never fits."""
+    key = current_app.config["SECRET_KEY"].encode()
+    return hmac.new(key, user.password_hash.encode(), hashlib.sha256).hexdigest()
+
+
+def _ms(duration: timedelta) -> int:
+    """A duration in whole milliseconds (at least one)."""
+    return max(1, int(duration.total_seconds() * 1000))
+
 
 def start_session(user: User, session_type: str, tenant_id: uuid.UUID | None = None) -> None:
-    """Replace whatever session there was with a fresh one of the given kind."""
+    """Replace this browser's session (ending it) with a fresh registered one of the given kind."""
     if session_type not in SESSION_TYPES:
         raise ValueError(session_type)
+    _end_registered()
     session.clear()
+    session_id = secrets.token_urlsafe(32)
+    digest = _digest(session_id)
+    run_script(_OPEN, [SESSION_KEY + digest, f"{USER_SESSIONS_KEY}{user.id}"],
+               [str(user.id), _credential(user), _ms(current_app.permanent_session_lifetime),
+                _ms(current_app.config["SESSION_IDLE_TIMEOUT"]), digest, SESSION_KEY])
     login_user(user)
+    session.permanent = True  # the cookie lasts the absolute lifetime; the registry decides sooner
+    session["sid"] = session_id
     session["session_type"] = session_type
     if tenant_id is not None:
         session["tenant_id"] = str(tenant_id)
 
 
+def resume_session(user_id: uuid.UUID) -> User | None:
+    """The user of this cookie while its session is live in the registry; else None, forgotten."""
+    user = _live_user(user_id)
+    if user is None:
+        for key in _AUTH_KEYS:
+            session.pop(key, None)
+    return user
+
+
+def _live_user(user_id: uuid.UUID) -> User | None:
+    """Slide the idle timeout of this cookie's session and return its user, if it is still live."""
+    session_id = session.get("sid")
+    if not session_id:
+        return None
+    key = SESSION_KEY + _digest(session_id)
+    idle = _ms(current_app.config["SESSION_IDLE_TIMEOUT"])
+    credential = run_script(_RESUME, [key], [str(user_id), idle])
+    if credential is None:
+        return None
+    user = db.session.get(User, user_id)
+    if user is None or not hmac.compare_digest(credential.decode(), _credential(user)):
+        get_redis().delete(key)  # opened with a password that has changed since
+        return None
+    return user
+
+
+def _end_registered() -> None:
+    """End the registered session this browser holds, if any (its user's other sessions stay)."""
+    session_id, user_id = session.get("sid"), session.get("_user_id")
+    if session_id:
+        digest = _digest(session_id)
+        pipe = get_redis().pipeline()
+        pipe.delete(SESSION_KEY + digest)
+        if user_id:
+            pipe.srem(f"{USER_SESSIONS_KEY}{user_id}", digest)
+        pipe.execute()
+
+
 def end_session() -> None:
-    """Log out and forget the tenant choice."""
+    """Log out: end this session in the registry and forget the tenant choice."""
+    _end_registered()
     logout_user()
     session.clear()
+
+
+def end_user_sessions(user_id: uuid.UUID) -> int:
+    """End every live session of a user, on every device and of every kind; returns how many."""
+    return run_script(_END_ALL, [f"{USER_SESSIONS_KEY}{user_id}"], [SESSION_KEY])
 
 
 def session_type() -> str | None:
