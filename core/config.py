@@ -86,6 +86,7 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         "PERMANENT_SESSION_LIFETIME": timedelta(hours=12),
         "SESSION_IDLE_TIMEOUT": timedelta(minutes=60),
         "SESSION_REFRESH_EACH_REQUEST": False,  # the registry slides the idle timeout, not the cookie
+        "LOGIN_FAILURE_WINDOW": timedelta(minutes=15),  # desk/auth.py counts failed logins in it
         # hide_parameters: a database error's message (logged with its traceback) never carries
         # the submitted values bound to the statement.
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True, "hide_parameters": True},

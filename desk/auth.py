@@ -1,16 +1,18 @@
-"""Console login, logout, password change, tenant selection and the restricted
+"""Console login (and its throttle), logout, password change, tenant selection and the restricted
 session hand-off links."""
+import hashlib
+import math
 import uuid
 from urllib.parse import urlsplit
 
-from flask import Blueprint, flash, redirect, render_template, request, session, url_for
+from flask import (Blueprint, current_app, flash, redirect, render_template, request, session,
+                   url_for)
 from flask_login import current_user, login_required
 from sqlalchemy import func, select
 
 from core.api import ApiError
 from core.db import db
-from core.limits import hit_fixed_window
-from core.redis import get_redis
+from core.redis import NOW_MS, get_redis, run_script
 from desk.forms import ChangePasswordForm, LoginForm, LogoutForm, SelectTenantForm
 from desk.handoff import redeem_link_token
 from desk.models import User
@@ -21,20 +23,68 @@ from desk.tenancy import set_password
 
 bp = Blueprint("desk", __name__)
 
-LOGIN_WINDOW = 300
-LOGIN_LIMIT_PER_EMAIL = 10
-LOGIN_LIMIT_PER_ADDRESS = 100
+# Failed logins are counted per (account, client address) and per client address, in a rolling
+# window (LOGIN_FAILURE_WINDOW). Each attempt is counted as a failure when it begins, atomically
+# with the check, so concurrent guesses cannot overshoot; a correct password then takes its own
+# attempt back and clears its pair's failures, so successes never count.
+FAILURES_PER_ACCOUNT_AND_ADDRESS = 10
+FAILURES_PER_ADDRESS = 100
+TOO_MANY = "Too many attempts. Try again in {minutes} minute(s)."
+
+# KEYS: failure sets; ARGV: window ms, each key's limit, the attempt's id. Returns 0 with the
+# attempt counted, or the ms until every key is under its limit again (until the failure that put
+# it at its limit leaves the window), counting nothing.
+_BEGIN_ATTEMPT = NOW_MS + """
+local window, wait = tonumber(ARGV[1]), 0
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local count, limit = redis.call('ZCARD', key), tonumber(ARGV[i + 1])
+  if count >= limit then
+    local oldest = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')[2]
+    wait = math.max(wait, tonumber(oldest) + window - now)
+  end
+end
+if wait > 0 then return wait end
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now, ARGV[#ARGV])
+  redis.call('PEXPIRE', key, window)
+end
+return 0
+"""
 
 
-def _login_throttled(email: str) -> int:
-    """Seconds to wait when this e-mail or client address tried too often, else 0."""
-    conn = get_redis()
-    for key, limit in ((f"login:email:{email}", LOGIN_LIMIT_PER_EMAIL),
-                       (f"login:addr:{request.remote_addr}", LOGIN_LIMIT_PER_ADDRESS)):
-        result = hit_fixed_window(conn, key, limit, LOGIN_WINDOW)
-        if not result.allowed:
-            return result.reset_after
-    return 0
+def _failure_keys(email: str) -> list[str]:
+    """The (account, address) pair's failure set, then the address's."""
+    address = request.remote_addr or "unknown"
+    account = hashlib.sha256(email.lower().encode()).hexdigest()[:32]
+    return [f"login-failures:{account}:{address}", f"login-failures:{address}"]
+
+
+def begin_login_attempt(email: str) -> tuple[str, int]:
+    """Count a password attempt on this account from this address as a failure, unless refused.
+
+    Returns the attempt's id and the seconds to wait (0: the attempt may go ahead).
+    """
+    attempt = uuid.uuid4().hex
+    window = int(current_app.config["LOGIN_FAILURE_WINDOW"].total_seconds() * 1000)
+    wait_ms = run_script(_BEGIN_ATTEMPT, _failure_keys(email),
+                         [window, FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, attempt])
+    return attempt, math.ceil(wait_ms / 1000)
+
+
+def forgive_login_attempt(email: str, attempt: str) -> None:
+    """The password was right: this attempt is not a failure, nor are its pair's earlier ones."""
+    pair, address = _failure_keys(email)
+    pipe = get_redis().pipeline()
+    pipe.delete(pair)
+    pipe.zrem(address, attempt)
+    pipe.execute()
+
+
+def _too_many(template: str, form, field, wait: int):
+    """The form again, saying how long to wait, with 429 and Retry-After."""
+    field.errors.append(TOO_MANY.format(minutes=wait // 60 + 1))
+    return render_template(template, form=form), 429, {"Retry-After": str(wait)}
 
 
 def _safe_next(default: str) -> str:
@@ -61,12 +111,12 @@ def login():
     form = LoginForm()
     if form.validate_on_submit():
         email = form.email.data.strip().lower()
-        wait = _login_throttled(email)
+        attempt, wait = begin_login_attempt(email)
         if wait:
-            form.password.errors.append(f"Too many attempts. Try again in {wait // 60 + 1} minute(s).")
-            return render_template("desk/login.html", form=form), 429, {"Retry-After": str(wait)}
+            return _too_many("desk/login.html", form, form.password, wait)
         user = db.session.scalar(select(User).where(func.lower(User.email) == email))
         if user is not None and user.check_password(form.password.data) and active_memberships(user.id):
+            forgive_login_attempt(email, attempt)
             start_session(user, CONSOLE)
             return _after_login(user)
         form.password.errors.append("Email or password is wrong, or the account has no active seat.")
@@ -114,9 +164,13 @@ def change_password():
         status = 422 if request.method == "POST" else 200
         return render_template("desk/password.html", form=form), status
     user = current_user._get_current_object()
+    attempt, wait = begin_login_attempt(user.email)
+    if wait:
+        return _too_many("desk/password.html", form, form.current_password, wait)
     if not user.check_password(form.current_password.data):
         form.current_password.errors.append("Your current password is wrong.")
         return render_template("desk/password.html", form=form), 422
+    forgive_login_attempt(user.email, attempt)
     member, tenant_id = current_member(), session.get("tenant_id")
     set_password(user, form.new_password.data)
     db.session.commit()

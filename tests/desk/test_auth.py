@@ -1,4 +1,8 @@
-"""Console login, logout, CSRF and tenant selection through the real forms."""
+"""Console login, logout, CSRF, tenant selection and the login throttle through the real forms."""
+import threading
+import time
+from datetime import timedelta
+
 from core.db import db
 from tests.conftest import PASSWORD, csrf_from, login, seat
 
@@ -110,11 +114,18 @@ def test_deactivated_tenant_locks_its_members_out(admin_client, tenant):
     assert response.status_code == 302 and response.headers["Location"].startswith("/tenants/select")
 
 
-def test_repeated_login_attempts_for_one_email_are_throttled(client, admin):
+def attempt(client, email: str, password: str = PASSWORD, address: str = "127.0.0.1"):
+    """One login POST from a client address."""
+    token = csrf_from(client.get("/login").get_data(as_text=True))
+    return client.post("/login", data={"email": email, "password": password, "csrf_token": token},
+                       environ_base={"REMOTE_ADDR": address})
+
+
+def test_ten_failures_lock_that_account_from_that_address(client, admin):
     for _ in range(10):
         assert login(client, admin.user.email, "guess").status_code == 422
     response = login(client, admin.user.email)  # even the right password waits now
-    assert response.status_code == 429 and int(response.headers["Retry-After"]) > 0
+    assert response.status_code == 429 and 0 < int(response.headers["Retry-After"]) <= 15 * 60
     assert "Too many attempts" in response.get_data(as_text=True)
     assert client.get("/extensions").status_code == 302
 
@@ -123,3 +134,73 @@ def test_throttling_one_email_leaves_others_alone(client, admin, agent):
     for _ in range(11):
         login(client, admin.user.email, "guess")
     assert login(client, agent.user.email).status_code == 302
+
+
+def test_successful_logins_are_never_counted(app, admin):
+    for _ in range(15):
+        assert login(app.test_client(), admin.user.email).status_code == 302
+
+
+def test_a_correct_password_clears_the_failures_before_it(app, admin):
+    for _ in range(2):
+        for _ in range(9):
+            assert login(app.test_client(), admin.user.email, "guess").status_code == 422
+        assert login(app.test_client(), admin.user.email).status_code == 302
+
+
+def test_failures_from_another_address_cannot_lock_the_account_out(app, admin):
+    attacker = app.test_client()
+    for _ in range(12):
+        attempt(attacker, admin.user.email, "guess", address="203.0.113.9")
+    assert attempt(attacker, admin.user.email, address="203.0.113.9").status_code == 429
+    assert attempt(app.test_client(), admin.user.email, address="198.51.100.7").status_code == 302
+
+
+def test_one_address_failing_across_many_accounts_is_throttled(app, admin):
+    stuffer = app.test_client()
+    for n in range(100):
+        assert attempt(stuffer, f"user{n}@test.example", "guess", address="203.0.113.9").status_code == 422
+    assert attempt(stuffer, admin.user.email, address="203.0.113.9").status_code == 429
+    assert attempt(app.test_client(), admin.user.email, address="198.51.100.7").status_code == 302
+
+
+def test_the_lock_lasts_until_the_failures_leave_the_window(app, admin, monkeypatch):
+    monkeypatch.setitem(app.config, "LOGIN_FAILURE_WINDOW", timedelta(seconds=2))
+    client = app.test_client()
+    for _ in range(10):
+        login(client, admin.user.email, "guess")
+    locked = login(client, admin.user.email)
+    assert locked.status_code == 429 and int(locked.headers["Retry-After"]) <= 2
+    time.sleep(2.1)
+    assert login(client, admin.user.email).status_code == 302
+
+
+def test_refused_attempts_while_locked_do_not_extend_the_lock(app, admin, monkeypatch):
+    monkeypatch.setitem(app.config, "LOGIN_FAILURE_WINDOW", timedelta(seconds=2))
+    client = app.test_client()
+    for _ in range(10):
+        login(client, admin.user.email, "guess")
+    started = time.monotonic()
+    while time.monotonic() - started < 1.5:  # keep hammering while locked
+        assert login(client, admin.user.email, "guess").status_code == 429
+        time.sleep(0.1)
+    time.sleep(0.7)
+    assert login(client, admin.user.email).status_code == 302
+
+
+def test_concurrent_guesses_cannot_overshoot_the_limit(app, admin):
+    browsers = [app.test_client() for _ in range(24)]
+    tokens = [csrf_from(browser.get("/login").get_data(as_text=True)) for browser in browsers]
+    start, statuses, email = threading.Barrier(len(browsers)), [], admin.user.email
+
+    def guess(browser, token):
+        start.wait()
+        statuses.append(browser.post("/login", data={"email": email, "password": "guess",
+                                                     "csrf_token": token}).status_code)
+
+    threads = [threading.Thread(target=guess, args=pair) for pair in zip(browsers, tokens)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [422] * 10 + [429] * 14

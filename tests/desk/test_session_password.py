@@ -63,3 +63,10 @@ def test_a_restricted_session_cannot_change_the_members_password(app, client, ad
     response = client.get("/account/password")
     assert response.status_code == 403 and "session_scope_forbidden" in response.get_data(as_text=True)
 
+
+def test_wrong_current_passwords_count_as_failed_logins(app, admin_client, admin):
+    for _ in range(10):
+        assert change(admin_client, current="guess-guess").status_code == 422
+    response = change(admin_client)
+    assert response.status_code == 429 and "Too many attempts" in response.get_data(as_text=True)
+    assert login(app.test_client(), admin.user.email).status_code == 429  # same account, same address
