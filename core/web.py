@@ -1,7 +1,9 @@
-"""Web plumbing shared by every page: CSRF scope, HTMX caching header, template helpers, health."""
+"""Web plumbing shared by every page: CSRF scope, the session cookie, security and HTMX caching
+headers, template helpers, health."""
 import logging
 
-from flask import Blueprint, Flask, request
+from flask import Blueprint, Flask, has_request_context, request
+from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFProtect
 from redis.exceptions import RedisError
 from sqlalchemy.exc import OperationalError
@@ -12,6 +14,18 @@ from core.clock import format_beijing
 from core.db import db
 
 csrf = CSRFProtect()
+# htmx runs from /static with its indicator CSS in app.css (includeIndicatorStyles: false), so no
+# inline script or style is needed anywhere. Framing is refused until the workbench embedding rules
+# say otherwise; a view may set its own header to relax it for one page.
+CONTENT_SECURITY_POLICY = "; ".join((
+    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+    "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'",
+    "frame-ancestors 'none'"))
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+}
 bp = Blueprint("core", __name__)
 log = logging.getLogger(__name__)
 
@@ -33,6 +47,16 @@ def answer_unreachable_stores(api: Blueprint, code: str) -> None:
     api.register_error_handler(OperationalError, unavailable)
 
 
+class SessionInterface(SecureCookieSessionInterface):
+    """Flask's signed cookie, Secure whenever the request came over HTTPS (directly or, with
+    TRUSTED_PROXIES, as the proxy reports it), or always with SESSION_COOKIE_SECURE. The CSRF token
+    lives in this cookie, so it is Secure too."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        """Secure by configuration or by the request's own scheme."""
+        return super().get_cookie_secure(app) or (has_request_context() and request.is_secure)
+
+
 def format_number(value) -> str:
     """A number for people: whole numbers without decimals, others with at most two."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -43,7 +67,8 @@ def format_number(value) -> str:
 
 
 def init_web(app: Flask) -> None:
-    """CSRF on every cookie-authenticated form outside /api/; Vary on HX-Request; filters."""
+    """CSRF on every cookie-authenticated form outside /api/; the session cookie; security headers
+    and Vary on HX-Request on every answer; filters."""
     app.config["WTF_CSRF_CHECK_DEFAULT"] = False
     csrf.init_app(app)
 
@@ -57,6 +82,14 @@ def init_web(app: Flask) -> None:
     def vary_on_htmx(response):
         response.vary.add("HX-Request")
         return response
+
+    @app.after_request
+    def security_headers(response):
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    app.session_interface = SessionInterface()
 
     hops = app.config["TRUSTED_PROXIES"]
     if hops:
