@@ -9,7 +9,10 @@ database or Redis is reachable. It answers one JSON line on stdout for each JSON
 Inside the child each execution gets a fresh QuickJS context (16 MiB heap, 500 ms interrupt)
 holding only ECMAScript built-ins: the binding's one host function is deleted before the script
 runs. The script is compiled with `new Function("input", source)`, so it is exactly a function
-body; its result must be a plain object of JSON scalars.
+body; its result must be a plain object of JSON scalars. QuickJS polls its interrupt only between
+bytecode instructions, so native work (a catastrophic regular expression, a join over a huge
+array) runs on past it: the child is killed once the wall clock passes the same 500 ms plus a small
+margin.
 """
 import json
 import math
@@ -27,8 +30,10 @@ HEAP_BYTES = 16 * 1024 * 1024
 RUN_SECONDS = 0.5
 STACK_BYTES = 256 * 1024
 OUTPUT_BYTES = 32 * 1024
-CHILD_WALL_SECONDS = 1.5
-CHILD_CPU_SECONDS = 2
+# Fork, fresh context and reply take 2-4 ms (measured); the rest of the margin is scheduling slack.
+WALL_MARGIN_SECONDS = 0.1
+CHILD_WALL_SECONDS = RUN_SECONDS + WALL_MARGIN_SECONDS
+CHILD_CPU_SECONDS = 1  # a backstop behind the wall-clock kill (RLIMIT_CPU takes whole seconds)
 ADDRESS_SPACE_BYTES = 256 * 1024 * 1024
 MAX_PROCESSES = 64
 NOBODY = 65534

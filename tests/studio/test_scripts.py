@@ -16,9 +16,11 @@ from jobs.queues import SCRIPTS, queue
 from studio.models import StudioRecord
 from core.api import ApiError
 from core.config import PROJECT_ROOT
+from studio import sandbox as sandbox_module
+from studio.catalog import LIMITS
 from studio.runner import SANDBOX, Sandbox
 from studio.sandbox import NOBODY
-from studio.scripts import run_code
+from studio.scripts import TASK_SECONDS, run_code
 from tests.conftest import start_of_a_fresh_minute
 from tests.studio.conftest import ConsoleApi, sample_definition
 
@@ -80,6 +82,38 @@ def test_hostile_scripts_are_contained_with_the_right_code(box, source, code):
     reply = run(box, source)
     assert reply["ok"] is False and reply["code"] == code
     assert run(box, "return {still: 'serving'};") == {"ok": True, "output": {"still": "serving"}}
+
+
+# Native code that QuickJS's interrupt does not reach: a catastrophic regular expression and a
+# join over a huge sparse array. Only the sandbox's wall-clock bound stops them.
+REGEX = "return {m: /(a+)+b/.test('a'.repeat(28))};"
+JOIN = "return {n: new Array(1e9).join('').length};"
+
+
+def _children(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/task/{pid}/children") as children:
+        return children.read().split()
+
+
+@pytest.mark.parametrize("source", [REGEX, JOIN], ids=["regex", "join"])
+def test_native_code_past_the_time_limit_is_killed(box, source):
+    reply = run(box, source)
+    assert reply["ok"] is False and reply["code"] == "code_timeout"
+    assert _children(box.process().pid) == []  # the child was killed and reaped
+    assert run(box, "return {still: 'serving'};") == {"ok": True, "output": {"still": "serving"}}
+
+
+def test_the_sandbox_enforces_the_catalog_limits():
+    """The sandbox imports nothing of the project, so its copies of the limits are pinned here."""
+    assert sandbox_module.RUN_SECONDS * 1000 == LIMITS["script_execution_ms"]
+    assert sandbox_module.HEAP_BYTES == LIMITS["script_heap_bytes"]
+    assert sandbox_module.OUTPUT_BYTES == LIMITS["script_output_bytes"]
+    # Wall clock: the run limit plus a small margin for the fork and the fresh context, so native
+    # code the interrupt cannot stop ends at about the same time as a plain endless loop.
+    wall = sandbox_module.CHILD_WALL_SECONDS
+    assert sandbox_module.RUN_SECONDS < wall <= sandbox_module.RUN_SECONDS + 0.1
+    assert sandbox_module.CHILD_CPU_SECONDS >= wall  # the CPU limit is only a backstop
+    assert 2 * wall < TASK_SECONDS  # two runaway tasks ahead still leave a request inside its bound
 
 
 def test_only_ecmascript_built_ins_are_visible(box):
