@@ -1,7 +1,9 @@
 """Running a version's script from a web process: rate limit, hand to the runner, revalidate.
 
 The web process only enqueues the task on the `scripts` queue and waits for the runner's answer
-within the 2-second task bound; nothing here evaluates the script.
+within the 2-second task bound; nothing here evaluates the script. A tenant has at most one task
+in flight (a Redis semaphore shared by every web process): its further tasks wait for their turn
+inside their own bound instead of filling the queue ahead of other tenants.
 """
 import json
 import time
@@ -11,13 +13,17 @@ from rq.job import Job, JobStatus
 from rq.results import Result
 
 from core.api import ApiError
-from core.limits import hit_fixed_window
+from core.limits import Semaphore, hit_fixed_window
 from core.redis import get_redis
 from jobs.queues import SCRIPTS, enqueue
 from studio.catalog import LIMITS
 from studio.engine import validate_input
 
 TASK_SECONDS = LIMITS["script_task_ms"] / 1000
+TENANT_TASKS_IN_FLIGHT = 1
+# A slot outlives any task it admitted: the task starts within the bound at the latest and the
+# sandbox kills it 0.6 s later. The job's queue TTL is the same 3 s.
+SLOT_LEASE_SECONDS = TASK_SECONDS + 1
 STATUS = {"code_timeout": 422, "code_resource_limit": 422, "code_execution_failed": 422,
           "code_invalid_output": 422, "code_runner_busy": 503, "code_rate_limited": 429}
 
@@ -45,24 +51,41 @@ def _wait_for_result(job: Job, deadline: float) -> Result | None:
     return job.latest_result()
 
 
-def _hand_to_runner(source: str, input_json: str) -> dict:
-    """Enqueue the task and wait for the runner's reply within the task bound."""
+def _tenant_slots(tenant_id: uuid.UUID) -> Semaphore:
+    """The tenant's tasks in flight (queued or running), across all web processes."""
+    return Semaphore(get_redis(), f"scripts:tenant:{tenant_id}", TENANT_TASKS_IN_FLIGHT, SLOT_LEASE_SECONDS)
+
+
+def _hand_to_runner(tenant_id: uuid.UUID, source: str, input_json: str) -> dict:
+    """Wait for the tenant's turn, enqueue the task and wait for the runner's reply, all within
+    the task bound."""
     deadline = time.monotonic() + TASK_SECONDS
-    job = enqueue("jobs.tasks.run_script", source, input_json, queue_name=SCRIPTS, job_timeout=5,
-                  ttl=int(TASK_SECONDS) + 1, result_ttl=30, failure_ttl=30)
+    slots = _tenant_slots(tenant_id)
+    token = slots.acquire(timeout=deadline - time.monotonic())
+    if token is None:  # the tenant's own earlier tasks took the whole bound
+        raise script_error("code_runner_busy", headers={"Retry-After": "1"})
+    release = True
     try:
-        result = _wait_for_result(job, deadline)
-        if result is None:
-            started = job.get_status(refresh=True) not in (JobStatus.QUEUED, JobStatus.SCHEDULED)
-            if not started:
-                job.cancel()
-            raise script_error("code_timeout" if started else "code_runner_busy",
-                               headers=None if started else {"Retry-After": "1"})
-        if result.type != Result.Type.SUCCESSFUL:
-            raise script_error("code_runner_busy", headers={"Retry-After": "1"})
-        return result.return_value
+        job = enqueue("jobs.tasks.run_script", source, input_json, queue_name=SCRIPTS, job_timeout=5,
+                      ttl=int(TASK_SECONDS) + 1, result_ttl=30, failure_ttl=30)
+        try:
+            result = _wait_for_result(job, deadline)
+            if result is None:
+                started = job.get_status(refresh=True) not in (JobStatus.QUEUED, JobStatus.SCHEDULED)
+                if started:
+                    release = False  # it may still run: the slot is freed when its lease ends
+                else:
+                    job.cancel()
+                raise script_error("code_timeout" if started else "code_runner_busy",
+                                   headers=None if started else {"Retry-After": "1"})
+            if result.type != Result.Type.SUCCESSFUL:
+                raise script_error("code_runner_busy", headers={"Retry-After": "1"})
+            return result.return_value
+        finally:
+            job.delete()  # the payload holds submitted data: do not keep it in Redis
     finally:
-        job.delete()  # the payload holds submitted data: do not keep it in Redis
+        if release:
+            slots.release(token)
 
 
 def _revalidate(definition: dict, data: dict, output: dict) -> dict:
@@ -93,7 +116,7 @@ def run_code(tenant_id: uuid.UUID, definition: dict, data: dict) -> dict:
     if len(input_json.encode()) > LIMITS["script_input_bytes"]:
         raise script_error("code_resource_limit", detail="input")
     _reserve(tenant_id)
-    reply = _hand_to_runner(code["source"], input_json)
+    reply = _hand_to_runner(tenant_id, code["source"], input_json)
     if not reply["ok"]:
         failed = reply["code"] == "code_execution_failed"
         raise script_error(reply["code"], detail="code.source", line=reply.get("line"),
