@@ -8,6 +8,8 @@ inside their own bound instead of filling the queue ahead of other tenants.
 import json
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rq.job import Job, JobStatus
 from rq.results import Result
@@ -56,36 +58,44 @@ def _tenant_slots(tenant_id: uuid.UUID) -> Semaphore:
     return Semaphore(get_redis(), f"scripts:tenant:{tenant_id}", TENANT_TASKS_IN_FLIGHT, SLOT_LEASE_SECONDS)
 
 
-def _hand_to_runner(tenant_id: uuid.UUID, source: str, input_json: str) -> dict:
-    """Wait for the tenant's turn, enqueue the task and wait for the runner's reply, all within
-    the task bound."""
-    deadline = time.monotonic() + TASK_SECONDS
+@contextmanager
+def _tenant_turn(tenant_id: uuid.UUID, deadline: float) -> Iterator[None]:
+    """Hold one of the tenant's slots around a hand-over, waiting for it until the deadline."""
     slots = _tenant_slots(tenant_id)
-    token = slots.acquire(timeout=deadline - time.monotonic())
+    token = slots.acquire(timeout=max(0.0, deadline - time.monotonic()))
     if token is None:  # the tenant's own earlier tasks took the whole bound
         raise script_error("code_runner_busy", headers={"Retry-After": "1"})
-    release = True
+    keep = False
     try:
-        job = enqueue("jobs.tasks.run_script", source, input_json, queue_name=SCRIPTS, job_timeout=5,
-                      ttl=int(TASK_SECONDS) + 1, result_ttl=30, failure_ttl=30)
-        try:
-            result = _wait_for_result(job, deadline)
-            if result is None:
-                started = job.get_status(refresh=True) not in (JobStatus.QUEUED, JobStatus.SCHEDULED)
-                if started:
-                    release = False  # it may still run: the slot is freed when its lease ends
-                else:
-                    job.cancel()
-                raise script_error("code_timeout" if started else "code_runner_busy",
-                                   headers=None if started else {"Retry-After": "1"})
-            if result.type != Result.Type.SUCCESSFUL:
-                raise script_error("code_runner_busy", headers={"Retry-After": "1"})
-            return result.return_value
-        finally:
-            job.delete()  # the payload holds submitted data: do not keep it in Redis
+        yield
+    except ApiError as error:
+        # code_timeout here: the runner started the task and may still be running it, so the slot
+        # is left to end with its lease, after the task.
+        keep = error.code == "code_timeout"
+        raise
     finally:
-        if release:
+        if not keep:
             slots.release(token)
+
+
+def _hand_to_runner(source: str, input_json: str, deadline: float | None = None) -> dict:
+    """Enqueue the task and wait for the runner's reply until the deadline (the task bound)."""
+    deadline = time.monotonic() + TASK_SECONDS if deadline is None else deadline
+    job = enqueue("jobs.tasks.run_script", source, input_json, queue_name=SCRIPTS, job_timeout=5,
+                  ttl=int(TASK_SECONDS) + 1, result_ttl=30, failure_ttl=30)
+    try:
+        result = _wait_for_result(job, deadline)
+        if result is None:
+            started = job.get_status(refresh=True) not in (JobStatus.QUEUED, JobStatus.SCHEDULED)
+            if not started:
+                job.cancel()
+            raise script_error("code_timeout" if started else "code_runner_busy",
+                               headers=None if started else {"Retry-After": "1"})
+        if result.type != Result.Type.SUCCESSFUL:
+            raise script_error("code_runner_busy", headers={"Retry-After": "1"})
+        return result.return_value
+    finally:
+        job.delete()  # the payload holds submitted data: do not keep it in Redis
 
 
 def _revalidate(definition: dict, data: dict, output: dict) -> dict:
@@ -116,7 +126,9 @@ def run_code(tenant_id: uuid.UUID, definition: dict, data: dict) -> dict:
     if len(input_json.encode()) > LIMITS["script_input_bytes"]:
         raise script_error("code_resource_limit", detail="input")
     _reserve(tenant_id)
-    reply = _hand_to_runner(tenant_id, code["source"], input_json)
+    deadline = time.monotonic() + TASK_SECONDS  # the tenant's turn and the task share the bound
+    with _tenant_turn(tenant_id, deadline):
+        reply = _hand_to_runner(code["source"], input_json, deadline)
     if not reply["ok"]:
         failed = reply["code"] == "code_execution_failed"
         raise script_error(reply["code"], detail="code.source", line=reply.get("line"),
