@@ -86,11 +86,13 @@ def test_credentials_are_shown_once_and_work(app, admin_client):
     assert token not in _text(admin_client.get("/open-platform"))
 
 
-def test_credentials_that_cannot_be_kept_for_display_create_nothing(app, admin_client, tenant, monkeypatch):
+def test_credentials_that_cannot_be_kept_for_display_create_nothing(admin_client, tenant, monkeypatch):
     import redis
 
     token = csrf_from(_text(admin_client.get("/open-platform")))
-    monkeypatch.setitem(app.extensions, "redis", redis.Redis.from_url("redis://127.0.0.1:1/0"))  # nothing listens
+    # Redis goes away for the credentials' one-time copy (the session still lives in the real one).
+    dead = redis.Redis.from_url("redis://127.0.0.1:1/0")  # nothing listens on port 1
+    monkeypatch.setattr("openapi.views.get_redis", lambda: dead)
     response = admin_client.post("/open-platform/apps", data={
         "csrf_token": token, "name": "Partner CRM", "confirm_processing": "on", "scopes": ["app.records.read"]})
     assert response.status_code == 503 and "nothing was created" in _text(response)
