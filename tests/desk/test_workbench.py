@@ -55,3 +55,12 @@ def test_conversation_partial_for_htmx_and_full_page_otherwise(agent_client, ten
 
 def test_empty_workbench_says_so(agent_client):
     assert "No open or pending conversations" in agent_client.get("/workbench").get_data(as_text=True)
+
+
+def test_customer_names_and_message_texts_are_shown_as_text_not_markup(agent_client, tenant):
+    attack = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+    conversation = _conversation(tenant, attack, text=attack)
+    for path in ("/workbench", f"/workbench/conversations/{conversation.id}"):
+        page = agent_client.get(path).get_data(as_text=True)
+        assert "<script>alert(1)" not in page and "<img src=x" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page

@@ -314,3 +314,23 @@ def test_an_unprintable_output_key_is_shown_escaped_on_the_simulation_page(admin
     assert "does not accept" in _text(response) and shown in _text(response)
     answer = api.simulate(app_id, data={"title": "T"})
     assert answer.get_json()["error"] == {"code": "code_invalid_output", "detail": shown}
+
+
+ATTACK = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+
+
+def test_definition_texts_and_record_values_are_shown_as_text_not_markup(admin_client, api):
+    from tests.studio.conftest import sample_definition
+
+    fields = sample_definition()["fields"]
+    fields[0]["label"] = ATTACK
+    app_id = api.create(sample_definition(name=ATTACK, description=ATTACK, fields=fields))
+    assert api.simulate(app_id, data={"title": ATTACK}).status_code == 200
+    assert api.publish(app_id).status_code == 200
+    saved = api.post(f"/{app_id}/records", {"version": 1, "input": {"title": ATTACK},
+                                             "idempotency_key": str(uuid.uuid4())})
+    assert saved.status_code == 200
+    for path in ("/extensions", f"/extensions/{app_id}"):
+        page = _text(admin_client.get(path))
+        assert "<script>alert(1)" not in page and "<img src=x" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
