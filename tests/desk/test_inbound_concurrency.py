@@ -95,7 +95,7 @@ def test_inbound_messages_hold_under_mixed_load_with_open_api_and_studio_writes(
     studio_apps = [_live_studio_app(gunicorn, browser) for _ in range(2)]
 
     def inbound(thread: int) -> list[int]:
-        return [_send(gunicorn, channel, f"t{thread}-{n}", f"c-{n % 7}", f"text {n}") for n in range(30)]
+        return [_send(gunicorn, channel, f"t{thread}-{n}", f"c-{n % 7}", f"text {n}") for n in range(60)]
 
     def open_api(token: str) -> list[int]:
         return [requests.post(f"{gunicorn}/api/v1/open/records", json={"data": {"n": n}}, timeout=60,
@@ -119,5 +119,5 @@ def test_inbound_messages_hold_under_mixed_load_with_open_api_and_studio_writes(
     assert set(inbound_statuses) == {201}, inbound_statuses
     assert set(open_statuses) == {201}, open_statuses
     assert set(studio_statuses) == {200}, studio_statuses
-    _stored_once({f"t{thread}-{n}" for thread in range(4) for n in range(30)})
+    _stored_once({f"t{thread}-{n}" for thread in range(4) for n in range(60)})  # 240 messages
     assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 40
