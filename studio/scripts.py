@@ -17,7 +17,7 @@ from rq.results import Result
 from core.api import ApiError
 from core.limits import Semaphore, hit_fixed_window
 from core.redis import get_redis
-from jobs.queues import SCRIPTS, enqueue
+from core.queue import SCRIPTS, enqueue
 from studio.catalog import LIMITS
 from studio.engine import validate_input
 

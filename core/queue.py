@@ -1,0 +1,35 @@
+"""Queue names in one place and the one way to enqueue a job (below every feature package)."""
+from rq import Queue, Retry
+
+from core.redis import get_redis
+
+DEFAULT = "default"
+EVENTS = "events"
+WEBHOOKS = "webhooks"
+SCRIPTS = "scripts"
+WORKER_QUEUES = (EVENTS, WEBHOOKS, DEFAULT)
+RUNNER_QUEUES = (SCRIPTS,)
+
+
+def queue(name: str) -> Queue:
+    """The RQ queue of that name on the app's Redis."""
+    return Queue(name, connection=get_redis())
+
+
+def enqueue(func: str, *args, queue_name: str = DEFAULT, job_id: str | None = None,
+            retry: Retry | None = None, job_timeout: int | None = None, ttl: int | None = None,
+            result_ttl: int | None = None, failure_ttl: int | None = None, **kwargs):
+    """Enqueue `func` (an import path: a job's wire format) with id-only arguments (scripts excepted).
+
+    The job's description is the import path alone: RQ's default is the call with its arguments,
+    which workers log and which would put a script's source and input into the runner's log.
+    A deterministic `job_id` collapses duplicates while the first is still queued.
+    Call it only after the transaction that wrote the rows has committed.
+    """
+    q = queue(queue_name)
+    if job_id is not None:
+        existing = q.fetch_job(job_id)
+        if existing is not None and existing.get_status(refresh=True) in ("queued", "scheduled", "deferred", "started"):
+            return existing
+    return q.enqueue(func, args=args, kwargs=kwargs, job_id=job_id, retry=retry, job_timeout=job_timeout,
+                     ttl=ttl, result_ttl=result_ttl, failure_ttl=failure_ttl, description=func)
