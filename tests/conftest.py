@@ -302,6 +302,7 @@ def gunicorn(app, app_config, tmp_path):
         except requests.RequestException:
             time.sleep(0.1)
     else:
+        process.kill()
         raise RuntimeError("gunicorn did not start")
     yield base
     process.terminate()
