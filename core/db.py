@@ -4,13 +4,12 @@ from datetime import datetime, timezone
 from functools import cache
 
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, TypeDecorator, Uuid, event, update
+from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, TypeDecorator, Uuid, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, registry
 
-from core.api import ApiError
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -92,17 +91,13 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
         cursor.close()
 
 
-def take_tenant_slot(counter, tenant_id: uuid.UUID, limit: int, code: str) -> None:
-    """Count one more of a tenant's items in `counter` (a `TenantAppCount` table).
-
-    One conditional UPDATE, race-free on PostgreSQL and SQLite; past `limit` it raises
-    `ApiError(code, 429)`. The count never goes down, so deleted or revoked items keep counting.
-    """
-    insert_unless_present(counter, ("tenant_id",), {"tenant_id": tenant_id, "app_count": 0})
-    taken = db.session.execute(update(counter).where(counter.tenant_id == tenant_id, counter.app_count < limit)
-                               .values(app_count=counter.app_count + 1))
-    if taken.rowcount != 1:
-        raise ApiError(code, 429)
+def end_reads() -> None:
+    """End a transaction that has only read, before waiting on something slow (the script
+    runner, a model, an outside server): its pooled connection goes back to the pool and no lock
+    is held. Loaded objects are expired and reload on their next use."""
+    if db.session.new or db.session.dirty or db.session.deleted:
+        raise RuntimeError("end_reads() with unflushed changes: write after waiting, not before")
+    db.session.rollback()
 
 
 @cache

@@ -11,6 +11,7 @@ from core.api import ApiError
 from core.clock import utcnow
 from core.crypto import decrypt, encrypt, hmac_sha256_hex
 from core.db import db, insert_unless_present
+from core.once import CreateOnce
 from core.text import storable
 from desk.models import Channel, Conversation, Customer, Message
 
@@ -19,6 +20,7 @@ SIGNATURE_RE = re.compile(r"v1=([0-9a-f]{64})")
 TIMESTAMP_RE = re.compile(r"[0-9]{1,12}")  # Unix seconds, ASCII digits only
 INBOUND_BODY_LIMIT = 16 * 1024
 TEXT_LIMIT = 4000
+MESSAGES = CreateOnce(Message, ("channel_id", "external_id"))  # a replay answers with the original
 
 
 @dataclass(frozen=True)
@@ -89,12 +91,6 @@ def parse_inbound(body: dict) -> Inbound:
     )
 
 
-def _find_message(channel: Channel, message_id: str) -> Message | None:
-    """The message this channel already delivered under `message_id`."""
-    return db.session.scalar(select(Message).where(
-        Message.channel_id == channel.id, Message.external_id == message_id))
-
-
 def _lock_customer(channel: Channel, inbound: Inbound) -> Customer:
     """The customer with this external id, created if new, locked until the transaction ends.
 
@@ -135,6 +131,11 @@ def _open_conversation(channel: Channel, customer: Customer) -> Conversation:
     return conversation
 
 
+def _message_key(channel: Channel, inbound: Inbound) -> dict:
+    """The unique key of an inbound message: its channel and the channel's message id."""
+    return {"channel_id": channel.id, "external_id": inbound.message_id}
+
+
 def _replay(channel: Channel, message: Message) -> Stored:
     """What a replayed message_id answers: the original message, nothing changed."""
     return Stored(channel.tenant_id, message.conversation_id, message.id, duplicate=True)
@@ -146,19 +147,18 @@ def store_inbound(channel: Channel, inbound: Inbound) -> Stored:
     A replayed message_id is reported as a duplicate; the caller then rolls back, since a
     replay changes nothing (its customer may have been touched before the twin was found).
     """
-    existing = _find_message(channel, inbound.message_id)
+    existing = MESSAGES.existing(_message_key(channel, inbound))
     if existing is not None:
         return _replay(channel, existing)
     customer = _lock_customer(channel, inbound)
-    existing = _find_message(channel, inbound.message_id)  # the twin held the lock first
+    existing = MESSAGES.existing(_message_key(channel, inbound))  # the twin held the lock first
     if existing is not None:
         return _replay(channel, existing)
     _refresh_contact(customer, inbound)
     conversation = _open_conversation(channel, customer)
-    message = insert_unless_present(Message, ("channel_id", "external_id"), {
-        "tenant_id": channel.tenant_id, "conversation_id": conversation.id, "channel_id": channel.id,
-        "external_id": inbound.message_id, "direction": "inbound", "kind": "public",
-        "text": inbound.text})
-    if message is None:  # the same message_id sent at once for another customer won
-        return _replay(channel, _find_message(channel, inbound.message_id))
+    message, replayed = MESSAGES.insert({
+        **_message_key(channel, inbound), "tenant_id": channel.tenant_id,
+        "conversation_id": conversation.id, "direction": "inbound", "kind": "public", "text": inbound.text})
+    if replayed:  # the same message_id sent at once for another customer won
+        return _replay(channel, message)
     return Stored(channel.tenant_id, conversation.id, message.id, duplicate=False)

@@ -10,7 +10,8 @@ from core import audit
 from core.api import ApiError
 from core.clock import utcnow
 from core.crypto import encrypt, sha256_hex
-from core.db import db, take_tenant_slot
+from core.db import db
+from core.once import take_tenant_slot
 from core.egress import EgressRefused, check_url
 from desk.models import Tenant
 from openapi.models import OpenApp, OpenTenantUsage, WebhookEvent

@@ -6,7 +6,8 @@ from sqlalchemy import select, update
 from core import audit
 from core.api import ApiError
 from core.clock import utcnow
-from core.db import db, take_tenant_slot
+from core.db import db
+from core.once import take_tenant_slot
 from desk.models import User
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS
 from studio.definition import definition_hash, validate_definition

@@ -19,8 +19,6 @@ Decisions:
 - The rule result keeps the definition's field order, whatever order the input or rules used.
 """
 import datetime
-import hashlib
-import json
 import math
 import re
 
@@ -32,14 +30,6 @@ TEXT_MAX = LIMITS["text_value_chars"]
 TEXTAREA_MAX = LIMITS["textarea_value_chars"]
 NUMBER_MAX = LIMITS["number_abs_max"]
 DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)  # fullmatch: no trailing newline slips by
-
-
-def input_digest(raw_input: object) -> str:
-    """SHA-256 hex of the input serialized as sent (key order kept), for idempotent retries."""
-    # A retry must resend identical input, so keys are not sorted: reordering is another input.
-    serialized = json.dumps(raw_input, ensure_ascii=False, separators=(",", ":"))
-    # surrogatepass: a lone surrogate must reach validation (and be refused) rather than crash here.
-    return hashlib.sha256(serialized.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def run_rules(definition: dict, raw_input: object) -> dict:

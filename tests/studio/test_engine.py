@@ -1,11 +1,10 @@
 """The rule engine: per-type input validation, strict operators and the evaluation order."""
 import copy
-import hashlib
 
 import pytest
 
 from core.api import ApiError
-from studio.engine import apply_rules, input_digest, run_rules, validate_input
+from studio.engine import apply_rules, run_rules, validate_input
 
 FIELDS = [
     {"key": "title", "label": "Title", "type": "text", "required": True},
@@ -403,30 +402,3 @@ def test_required_checkbox_accepts_false():
 @pytest.mark.parametrize("value", ["true", 1, 0, "on"])
 def test_checkbox_refuses_anything_but_a_boolean(value):
     assert refused({"title": "T", "urgent": value}) == ("invalid_json", "input.urgent")
-
-
-# --- idempotency digest ------------------------------------------------------------------
-
-def test_input_digest_is_equal_for_identical_input():
-    assert input_digest({"title": "Café", "amount": 1}) == input_digest({"title": "Café", "amount": 1})
-
-
-def test_input_digest_differs_when_keys_are_reordered():
-    assert input_digest({"title": "T", "amount": 1}) != input_digest({"amount": 1, "title": "T"})
-
-
-def test_input_digest_differs_for_different_values():
-    assert input_digest({"title": "T"}) != input_digest({"title": "U"})
-
-
-def test_input_digest_is_sha256_of_the_compact_serialization():
-    expected = hashlib.sha256('{"title":"Café","n":[1,2]}'.encode()).hexdigest()
-    assert input_digest({"title": "Café", "n": [1, 2]}) == expected
-
-
-def test_input_digest_tolerates_a_lone_surrogate_that_validation_will_refuse():
-    assert len(input_digest({"title": "\ud800"})) == 64
-
-
-def test_a_huge_integer_is_refused_not_an_overflow():
-    assert refused({"title": "T", "amount": 10 ** 400}) == ("invalid_json", "input.amount")
