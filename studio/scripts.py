@@ -15,6 +15,7 @@ from rq.job import Job, JobStatus
 from rq.results import Result
 
 from core.api import ApiError
+from core.db import end_reads
 from core.limits import Semaphore, hit_fixed_window
 from core.redis import get_redis
 from core.queue import SCRIPTS, enqueue
@@ -125,6 +126,7 @@ def run_code(tenant_id: uuid.UUID, definition: dict, data: dict) -> dict:
     input_json = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     if len(input_json.encode()) > LIMITS["script_input_bytes"]:
         raise script_error("code_resource_limit", detail="input")
+    end_reads()  # nothing waits on the runner while holding a transaction (and its connection)
     _reserve(tenant_id)
     deadline = time.monotonic() + TASK_SECONDS  # the tenant's turn and the task share the bound
     with _tenant_turn(tenant_id, deadline):

@@ -123,3 +123,32 @@ def test_parallel_submissions_with_one_key_run_the_script_once(app, admin, api, 
     assert len({r.get_json()["data"]["record_id"] for r in responses}) == 1
     assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 1
     assert _executions(tenant) - before == 1
+
+
+def test_a_slow_script_holds_no_database_connection_while_it_waits(app_config, admin_client, api, runner,
+                                                                  tenant, redis_conn):
+    from tests.conftest import build_app
+
+    slow = api.create(sample_definition(code={"language": "javascript", "source": "while (true) {}"}))
+    plain = api.create()
+    narrow = build_app({**app_config, "SQLALCHEMY_ENGINE_OPTIONS": {  # one connection, a short wait for it
+        "pool_size": 1, "max_overflow": 0, "pool_timeout": 0.3}})
+    cookie = admin_client.get_cookie("session").value
+
+    def browser():
+        client = narrow.test_client()
+        client.set_cookie("session", cookie)
+        return client
+
+    answers = []
+    waiting = threading.Thread(target=lambda: answers.append(browser().post(
+        f"/api/extensions/{slow}/simulate", json={"version": 1, "input": {"title": "t"}}, headers=ORIGIN)))
+    waiting.start()
+    for _ in range(200):  # until the slow simulation holds its tenant's runner slot: it is waiting
+        if redis_conn.zcard(f"limit:sem:scripts:tenant:{tenant.id}"):
+            break
+        threading.Event().wait(0.01)
+    meanwhile = browser().get(f"/api/extensions/{plain}")
+    waiting.join(10)
+    assert meanwhile.status_code == 200
+    assert answers[0].get_json()["error"]["code"] == "code_timeout"
