@@ -14,7 +14,8 @@ from core.guards import SAFE_METHODS, parse_json_object, read_limited_body
 from core.limits import hit_fixed_window
 from core.redis import get_redis
 from core.web import answer_unreachable_stores
-from openapi import apps, records
+from openapi import apps, customers, records
+from openapi.keyset import parse_cursor
 from openapi.webhooks import enqueue_delivery
 
 bp = Blueprint("open_api", __name__, url_prefix="/api/v1/open")
@@ -73,7 +74,7 @@ def scope_required(*scopes: str):
 @scope_required(*apps.CUSTOMER_SCOPES)
 def list_customers():
     """A page of the tenant's customers, cut to the application's scopes."""
-    return ok(records.list_customers(g.open_app, records.parse_cursor(request.args.get("after"))))
+    return ok(customers.list_customers(g.open_app, parse_cursor(request.args.get("after"))))
 
 
 # The id is parsed in the view, not by the router: a malformed id is then a 404 that counts
@@ -82,14 +83,14 @@ def list_customers():
 @scope_required(*apps.CUSTOMER_SCOPES)
 def get_customer(customer_id: str):
     """One customer of the tenant, cut to the application's scopes."""
-    return ok(records.get_customer(g.open_app, parse_uuid(customer_id, "not_found", 404)))
+    return ok(customers.get_customer(g.open_app, parse_uuid(customer_id, "not_found", 404)))
 
 
 @bp.get("/records")
 @scope_required("app.records.read")
 def list_records():
     """A page of this application's records."""
-    return ok(records.list_records(g.open_app, records.parse_cursor(request.args.get("after"))))
+    return ok(records.list_records(g.open_app, parse_cursor(request.args.get("after"))))
 
 
 def _record_body() -> object:
