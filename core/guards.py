@@ -8,7 +8,6 @@ from werkzeug.exceptions import BadRequest, RequestEntityTooLarge
 
 from core.api import ApiError
 
-CONSOLE_BODY_LIMIT = 32_000
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -55,8 +54,9 @@ def parse_json_object(raw: bytes) -> dict:
     return body
 
 
-def read_json_object(limit: int = CONSOLE_BODY_LIMIT) -> dict:
-    """Parse the body as one JSON object: 413 above `limit` bytes (before parsing), else 400."""
+def console_json_body(limit: int) -> dict:
+    """The body of a console JSON POST as one JSON object: 413 above `limit` bytes (before
+    parsing), else 400 invalid_json (the session guard checked Origin)."""
     raw = read_limited_body(limit)
     if request.mimetype != "application/json":
         raise ApiError("invalid_json", 400)
@@ -66,8 +66,3 @@ def read_json_object(limit: int = CONSOLE_BODY_LIMIT) -> dict:
 def _reject_constant(name: str):
     """NaN and Infinity are not JSON."""
     raise ValueError(name)
-
-
-def console_json_body(limit: int = CONSOLE_BODY_LIMIT) -> dict:
-    """The body of a console JSON POST: size first, then JSON (the session guard checked Origin)."""
-    return read_json_object(limit)

@@ -2,7 +2,7 @@
 headers, template helpers, health."""
 import logging
 
-from flask import Blueprint, Flask, has_request_context, request
+from flask import Blueprint, Flask, current_app, has_request_context, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFProtect
 from redis.exceptions import RedisError
@@ -55,6 +55,15 @@ class SessionInterface(SecureCookieSessionInterface):
     def get_cookie_secure(self, app: Flask) -> bool:
         """Secure by configuration or by the request's own scheme."""
         return super().get_cookie_secure(app) or (has_request_context() and request.is_secure)
+
+
+def close_when_off(api: Blueprint, switch: str, code: str) -> None:
+    """While the platform switch `switch` is off, every route of `api` (pages or JSON) answers
+    `503 code`, before anything else the blueprint checks."""
+    @api.before_request
+    def switch_is_on():
+        if not current_app.config[switch]:
+            raise ApiError(code, 503)
 
 
 def format_number(value) -> str:

@@ -13,13 +13,14 @@ from core.db import db
 from core.guards import SAFE_METHODS, parse_json_object, read_limited_body
 from core.limits import hit_fixed_window
 from core.redis import get_redis
-from core.web import answer_unreachable_stores
+from core.web import answer_unreachable_stores, close_when_off
 from openapi import apps, customers, records
 from openapi.keyset import parse_cursor
 from openapi.webhooks import enqueue_delivery
 
 bp = Blueprint("open_api", __name__, url_prefix="/api/v1/open")
 answer_unreachable_stores(bp, "open_platform_unavailable")
+close_when_off(bp, "OPEN_PLATFORM_ENABLED", "open_platform_disabled")
 log = logging.getLogger(__name__)
 
 BODY_LIMIT = 20_000
@@ -37,9 +38,7 @@ def _bearer_token() -> str:
 
 @bp.before_request
 def authenticate():
-    """Switch, token, then the per-application rate limit (failed requests count too)."""
-    if not current_app.config["OPEN_PLATFORM_ENABLED"]:
-        raise ApiError("open_platform_disabled", 503)
+    """Token, then the per-application rate limit (failed requests count too); the switch first."""
     if request.endpoint in PUBLIC_ENDPOINTS:
         return
     g.open_app = apps.authenticate(_bearer_token(), lock=request.method not in SAFE_METHODS, now=utcnow())

@@ -8,7 +8,7 @@ import logging
 import secrets
 import uuid
 
-from flask import Blueprint, abort, current_app, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user
 from redis.exceptions import RedisError
 
@@ -17,11 +17,13 @@ from core.clock import utcnow
 from core.crypto import decrypt, encrypt
 from core.db import db
 from core.redis import get_redis
+from core.web import close_when_off
 from desk.sessions import admin_console_required, current_member
 from openapi import apps
 from openapi.webhooks import recent_deliveries
 
 bp = Blueprint("openapi", __name__)
+close_when_off(bp, "OPEN_PLATFORM_ENABLED", "open_platform_disabled")
 log = logging.getLogger(__name__)
 
 SHOWN_ONCE_SECONDS = 300
@@ -36,13 +38,6 @@ SCOPE_CONFIRMATIONS = {
     "customers.contact.read": "confirm_contact",
     "customers.notes.read": "confirm_notes",
 }
-
-
-@bp.before_request
-def open_platform_switch():
-    """The platform switch closes the management page too."""
-    if not current_app.config["OPEN_PLATFORM_ENABLED"]:
-        raise ApiError("open_platform_disabled", 503)
 
 
 def _render_index(status: int = 200, errors: dict | None = None, form=None):

@@ -1,33 +1,27 @@
 """Console JSON API of the Studio app builder under /api/extensions."""
 import uuid
 
-from flask import Blueprint, current_app
+from flask import Blueprint
 from flask_login import current_user
 
 from core.api import ApiError, ok, parse_uuid
 from core.db import db
 from core.guards import console_json_body
-from core.web import answer_unreachable_stores
+from core.web import answer_unreachable_stores, close_when_off
 from desk.sessions import admin_console_required, current_member
 from studio import apps, records
-from studio.catalog import CAPABILITY_VERSION, CATALOG, PUBLISH_PERMISSIONS, console_overview
+from studio.catalog import CAPABILITY_VERSION, CATALOG, LIMITS, PUBLISH_PERMISSIONS, console_overview
 from studio.charts import chart_summaries
 from studio.serialize import app_json, record_json, version_json
 
 bp = Blueprint("studio_api", __name__, url_prefix="/api/extensions")
 answer_unreachable_stores(bp, "extensions_unavailable")
-
-
-@bp.before_request
-def extensions_switch():
-    """The platform switch turns the whole interface off."""
-    if not current_app.config["EXTENSIONS_ENABLED"]:
-        raise ApiError("extensions_disabled", 503)
+close_when_off(bp, "EXTENSIONS_ENABLED", "extensions_disabled")
 
 
 def _body(allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
     """The guarded JSON body with only `allowed` properties and every `required` one."""
-    body = console_json_body()
+    body = console_json_body(LIMITS["body_bytes"])
     unknown = [name for name in body if name not in allowed]
     if unknown:
         raise ApiError("invalid_json", 400, detail=unknown[0])

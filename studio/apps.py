@@ -15,14 +15,12 @@ from studio.engine import run_rules
 from studio.scripts import run_code
 from studio.models import StudioApp, StudioTenantUsage, StudioVersion
 
-LIST_LIMIT = 20
-VERSION_LIST_LIMIT = 100
 
 
 def list_apps(tenant_id: uuid.UUID) -> list[StudioApp]:
     """The tenant's applications, most recently changed first (at most 20)."""
     return list(db.session.scalars(select(StudioApp).where(StudioApp.tenant_id == tenant_id)
-                                   .order_by(StudioApp.updated_at.desc()).limit(LIST_LIMIT)))
+                                   .order_by(StudioApp.updated_at.desc()).limit(LIMITS["list_apps"])))
 
 
 def get_app(tenant_id: uuid.UUID, app_id: uuid.UUID) -> StudioApp:
@@ -55,7 +53,7 @@ def list_versions(found: StudioApp) -> list[StudioVersion]:
     """The application's versions, newest first (at most 100)."""
     return list(db.session.scalars(select(StudioVersion).where(
         StudioVersion.app_id == found.id, StudioVersion.tenant_id == found.tenant_id)
-        .order_by(StudioVersion.version.desc()).limit(VERSION_LIST_LIMIT)))
+        .order_by(StudioVersion.version.desc()).limit(LIMITS["list_versions"])))
 
 
 def author_emails(versions: list[StudioVersion]) -> dict:

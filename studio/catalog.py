@@ -1,6 +1,8 @@
 """What the console shows before anything is built: catalog, starter, limits, examples."""
 from flask import current_app
 
+from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE
+
 CAPABILITY_VERSION = "2026-10-09.1"
 FIELD_TYPES = ("text", "textarea", "number", "date", "select", "checkbox")
 # Operator -> field types it may test (the spec's operator table).
@@ -141,22 +143,6 @@ STARTER_DEFINITION = {
 }
 
 
-# A weekly-rotation rule draft (document 2's rule definition) with placeholder assignees.
-AUTOMATION_PREVIEW_EXAMPLE = {
-    "schema_version": 1,
-    "name": "Weekday rotation",
-    "timezone": "Asia/Shanghai",
-    "trigger": "weekly",
-    "slots": [
-        {"weekdays": [1, 3, 5], "time": "09:00", "assignee_ref": "Agent A"},
-        {"weekdays": [2, 4], "time": "09:00", "assignee_ref": "Agent B"},
-    ],
-    "assignee_ref": "",
-    "keywords": [],
-    "statuses": ["open", "pending"],
-    "overwrite_assigned": False,
-    "max_actions": 20,
-}
 AUDIENCE = {"role": "admin", "session": "console",
             "note": "Tenant administrators in a real console session with a tenant selected."}
 

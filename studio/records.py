@@ -14,7 +14,6 @@ from studio.engine import run_rules
 from studio.scripts import run_code, script_error
 from studio.models import StudioApp, StudioRecord
 
-LEDGER_LIMIT = 100
 RESERVATION_SECONDS = 10  # longer than a script task (2 s) plus the write
 RESERVATION_POLL_SECONDS = 0.05
 RECORDS = CreateOnce(StudioRecord, ("app_id", "idempotency_key"), "input_digest")
@@ -24,7 +23,7 @@ def latest_records(found: StudioApp) -> list[StudioRecord]:
     """The latest 100 records across all versions, newest first."""
     return list(db.session.scalars(select(StudioRecord).where(
         StudioRecord.app_id == found.id, StudioRecord.tenant_id == found.tenant_id)
-        .order_by(StudioRecord.created_at.desc(), StudioRecord.id).limit(LEDGER_LIMIT)))
+        .order_by(StudioRecord.created_at.desc(), StudioRecord.id).limit(LIMITS["list_records"])))
 
 
 def _app_key(app_id: uuid.UUID, key: uuid.UUID) -> dict:

@@ -2,11 +2,12 @@
 import json
 import uuid
 
-from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from core.api import ApiError, parse_uuid
 from core.db import db
+from core.web import close_when_off
 from desk.sessions import admin_console_required, current_member
 from studio import apps, records
 from studio.charts import chart_summaries
@@ -16,13 +17,7 @@ from studio.svg import chart_figure
 from studio.templates_market import LICENSE, ORIGIN, TEMPLATES, find_template
 
 bp = Blueprint("studio", __name__)
-
-
-@bp.before_request
-def extensions_switch():
-    """The platform switch closes the studio pages too."""
-    if not current_app.config["EXTENSIONS_ENABLED"]:
-        raise ApiError("extensions_disabled", 503)
+close_when_off(bp, "EXTENSIONS_ENABLED", "extensions_disabled")
 
 
 def _app_url(found, version: int | None = None, anchor: str | None = None) -> str:

@@ -23,7 +23,7 @@ def guarded_app(app_config):
     @bp.post("")
     @admin_console_required
     def echo():
-        return ok({"echo": console_json_body()}, 201)
+        return ok({"echo": console_json_body(32_000)}, 201)
 
     @bp.post("/bodyless")
     @admin_console_required
@@ -196,7 +196,7 @@ def test_behind_a_trusted_proxy_the_public_origin_is_accepted(app_config, app, a
     @bp.post("/api/extensions/_echo")
     @admin_console_required
     def echo():
-        return ok(console_json_body())
+        return ok(console_json_body(32_000))
 
     proxied.register_blueprint(bp)
     browser = proxied.test_client()

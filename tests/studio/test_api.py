@@ -543,3 +543,18 @@ def test_bearer_tokens_are_not_accepted_by_the_console_api(app, live_app):
     assert code(browser.get("/api/extensions/", headers=headers)) == "unauthorized"
     response = browser.post(f"/api/extensions/{live_app}/records", json=record_body(), headers=headers)
     assert response.status_code == 401
+
+
+def test_the_console_reads_its_list_and_body_limits_from_the_catalog(api, monkeypatch):
+    from studio.catalog import LIMITS
+
+    live = [api.create() for _ in range(3)]
+    for _ in range(3):
+        api.post(f"/{live[0]}/versions", {"definition": sample_definition()})
+    monkeypatch.setitem(LIMITS, "list_apps", 2)
+    monkeypatch.setitem(LIMITS, "list_versions", 2)
+    monkeypatch.setitem(LIMITS, "body_bytes", 300)
+    assert len(api.get("/").get_json()["data"]["apps"]) == 2
+    assert len(api.get(f"/{live[0]}").get_json()["data"]["versions"]) == 2
+    response = api.post("/", {"definition": sample_definition()})
+    assert response.status_code == 413 and code(response) == "request_too_large"
