@@ -49,6 +49,13 @@ def get_version(found: StudioApp, version: int) -> StudioVersion:
     return row
 
 
+def live_version(found: StudioApp) -> StudioVersion:
+    """The version that takes submissions (409 extension_not_active when disabled or unpublished)."""
+    if not found.enabled or found.active_version is None:
+        raise ApiError("extension_not_active", 409)
+    return get_version(found, found.active_version)
+
+
 def list_versions(found: StudioApp) -> list[StudioVersion]:
     """The application's versions, newest first (at most 100)."""
     return list(db.session.scalars(select(StudioVersion).where(

@@ -186,9 +186,7 @@ def submit_record(app_id: uuid.UUID):
     """Submit the live version's form; a double submit replays the same record."""
     found = apps.get_app(current_member().tenant_id, app_id)
     try:
-        if not found.enabled or found.active_version is None:
-            raise ApiError("extension_not_active", 409)
-        version = apps.get_version(found, found.active_version)
+        version = apps.live_version(found)
         _, replayed = records.create_record(found, current_user.id, version.version,
                                             form_to_input(version.definition, request.form),
                                             parse_uuid(request.form.get("idempotency_key", ""), "invalid_idempotency_key"))
