@@ -1,28 +1,20 @@
-"""Desk events: a registry other packages subscribe to, so the desk never imports them."""
+"""Desk events: queued with ids only; each subscriber of an event then runs as its own job.
+
+The desk never imports the packages that subscribe, nor `jobs`: the subscribers are listed in
+`jobs.wiring`, and the worker's `jobs.tasks.dispatch_event` hands that list to dispatch().
+"""
 import logging
 import uuid
 
-from werkzeug.utils import import_string
+from rq import Retry
 
-from jobs.queues import EVENTS, enqueue
+from core.queue import EVENTS, enqueue
 
 log = logging.getLogger(__name__)
 
 MESSAGE_RECEIVED = "message_received"
-_subscribers: dict[str, list[str]] = {MESSAGE_RECEIVED: []}
-
-
-def subscribe(event: str, handler_path: str) -> None:
-    """Register a handler (import path) to run in a worker for each `event`."""
-    handlers = _subscribers[event]
-    if handler_path not in handlers:
-        handlers.append(handler_path)
-
-
-def unsubscribe(event: str, handler_path: str) -> None:
-    """Remove a handler registered with subscribe()."""
-    if handler_path in _subscribers[event]:
-        _subscribers[event].remove(handler_path)
+KEYS = {MESSAGE_RECEIVED: "message_id"}  # the id naming one occurrence of each event
+RETRY_INTERVALS = (10, 60, 300)  # seconds before a failed subscriber's 2nd, 3rd and 4th run
 
 
 def emit_message_received(tenant_id: uuid.UUID, conversation_id: uuid.UUID,
@@ -34,10 +26,15 @@ def emit_message_received(tenant_id: uuid.UUID, conversation_id: uuid.UUID,
                    message_id=str(message_id))
 
 
-def dispatch(event: str, **ids: str) -> int:
-    """Run every subscriber of `event` with the ids; returns how many ran."""
-    handlers = list(_subscribers[event])
-    for path in handlers:
-        import_string(path)(**ids)
-    log.info("event %s dispatched to %d subscriber(s)", event, len(handlers))
-    return len(handlers)
+def dispatch(event: str, subscribers: tuple[str, ...], **ids: str) -> int:
+    """Queue one job per subscriber (import path), so a failing one is retried alone; returns how many.
+
+    Each job id names the occurrence and the subscriber (dots become dashes, which RQ allows): a
+    dispatch that runs twice queues nothing twice while the first jobs wait, retry or run.
+    """
+    for path in subscribers:
+        enqueue("jobs.tasks.notify_subscriber", event, path, queue_name=EVENTS,
+                job_id=f"event-{event}-{ids[KEYS[event]]}-{path.replace('.', '-')}",
+                retry=Retry(max=len(RETRY_INTERVALS), interval=list(RETRY_INTERVALS)), **ids)
+    log.info("event %s dispatched to %d subscriber(s)", event, len(subscribers))
+    return len(subscribers)

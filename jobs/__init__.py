@@ -1,1 +1,1 @@
-"""RQ plumbing: queue names, enqueue(), the worker, runner and cron entry points."""
+"""RQ's top layer: the wiring list, job entry points, the worker, runner and cron commands."""

@@ -6,9 +6,10 @@ from flask.cli import AppGroup
 from rq import SimpleWorker, Worker
 from rq.cron import CronScheduler
 
+from core.queue import DEFAULT, RUNNER_QUEUES, WORKER_QUEUES
 from core.redis import get_redis
+from jobs import wiring
 from jobs.cron import TICK_SECONDS, tick
-from jobs.queues import DEFAULT, RUNNER_QUEUES, WORKER_QUEUES
 from studio.runner import sandbox
 
 jobs_cli = AppGroup("jobs", help="Background processes.")
@@ -18,9 +19,10 @@ RESULT_LINE = "Worker %s: result: %r"  # RQ 3.0 logs every job's return value at
 class NoPayloadInLogs(logging.Filter):
     """RQ's worker log lines without job payloads.
 
-    Job descriptions are neutral already (`jobs.queues.enqueue`). This drops the line that prints
-    a job's return value (a script's output is submitted data) and blanks the arguments RQ attaches
-    to a failed job's log record as `extra`, which a structured log handler would print.
+    Job descriptions are neutral already (the import path alone: `core.queue.enqueue`). This drops
+    the line that prints a job's return value (a script's output is submitted data) and blanks the
+    arguments RQ attaches to a failed job's log record as `extra`, which a structured log handler
+    would print.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -50,6 +52,7 @@ LOG_LEVEL = click.option("--log-level", default="INFO", show_default=True,
 def worker(burst: bool, log_level: str):
     """RQ worker for events, webhooks and default jobs, with RQ's scheduler for retries."""
     keep_payloads_out_of_logs()
+    wiring.check()
     Worker(list(WORKER_QUEUES), connection=get_redis()).work(burst=burst, with_scheduler=True,
                                                              logging_level=log_level)
 
@@ -60,6 +63,7 @@ def worker(burst: bool, log_level: str):
 def runner(burst: bool, log_level: str):
     """Script runner: serves only `scripts`, one task at a time, through its sandbox process."""
     keep_payloads_out_of_logs()
+    wiring.check()
     sandbox().process()  # start the sandbox before the first task arrives
     try:
         SimpleWorker(list(RUNNER_QUEUES), connection=get_redis()).work(burst=burst, logging_level=log_level)
@@ -70,6 +74,7 @@ def runner(burst: bool, log_level: str):
 @jobs_cli.command("cron")
 def cron():
     """Enqueue the tick every 15 seconds (RQ's cron scheduler)."""
+    wiring.check()
     scheduler = CronScheduler(connection=get_redis())
     scheduler.register(tick, queue_name=DEFAULT, interval=TICK_SECONDS)
     scheduler.start()

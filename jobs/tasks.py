@@ -1,12 +1,34 @@
-"""Thin job entry points: take ids (scripts excepted), call the owning package. Import paths are a wire format."""
+"""Thin job entry points: take ids (scripts excepted), call the owning package.
+
+Import paths and signatures are a wire format (listed in `jobs.wiring.ENTRY_POINTS`).
+"""
+import logging
+
+from werkzeug.utils import import_string
+
 from desk import events
+from jobs import wiring
 from openapi import webhooks
 from studio.runner import sandbox
 
+log = logging.getLogger(__name__)
+
 
 def dispatch_event(event: str, **ids: str) -> int:
-    """Deliver a desk event to its subscribers inside a worker."""
-    return events.dispatch(event, **ids)
+    """Queue one `notify_subscriber` job per subscriber of a desk event; returns how many."""
+    return events.dispatch(event, wiring.subscribers(event), **ids)
+
+
+def notify_subscriber(event: str, subscriber: str, **ids: str) -> bool:
+    """Run one subscriber of an event (queue `events`); RQ retries it alone when it raises.
+
+    A subscriber taken off the list since its job was queued is skipped (False).
+    """
+    if subscriber not in wiring.subscribers(event):
+        log.warning("subscriber %s of %s is no longer listed; skipped", subscriber, event)
+        return False
+    import_string(subscriber)(**ids)
+    return True
 
 
 def run_script(source: str, input_json: str) -> dict:

@@ -3,8 +3,8 @@
 An event is written in the same transaction as its record. After the commit the view enqueues
 `jobs.tasks.deliver_webhook`; each run makes one attempt through the SSRF-safe client and raises
 on failure so that RQ's `Retry` schedules the next one (30 s … 1,920 s; 8 attempts in all). A
-delivery whose worker died is found by the tick's sweeper once its lease has passed and is
-enqueued again: delivery is at least once.
+delivery whose worker died is found by the tick's sweeper (`sweep`, a tick handler listed in
+`jobs.wiring`) once its lease has passed and is enqueued again: delivery is at least once.
 """
 import json
 import logging
@@ -20,8 +20,7 @@ from core.clock import iso, utcnow
 from core.crypto import decrypt, hmac_sha256_hex
 from core.db import db
 from core.egress import EgressFailed, EgressRefused, post
-from jobs.cron import register_tick
-from jobs.queues import WEBHOOKS, enqueue
+from core.queue import WEBHOOKS, enqueue
 from openapi.models import OpenApp, OpenRecord, WebhookAttempt, WebhookEvent
 
 EVENT_TYPE = "app.record.created"
@@ -32,7 +31,6 @@ IN_FLIGHT = "in_flight"  # an attempt's error until it ends; the sweeper turns a
 
 
 log = logging.getLogger(__name__)
-register_tick("openapi.webhooks.sweep")
 
 
 class AttemptFailed(Exception):

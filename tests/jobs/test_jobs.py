@@ -6,18 +6,33 @@ import pytest
 from rq import Queue, SimpleWorker
 
 from core.config import PROJECT_ROOT
+from core.queue import DEFAULT, EVENTS, SCRIPTS, enqueue
 from core.redis import get_redis
 from desk import events
 from jobs import cron
-from jobs.queues import DEFAULT, EVENTS, SCRIPTS, enqueue
 from tests.conftest import FLASK, process_env
 
 SEEN = "test:events:seen"
+RECORD_EVENT = "tests.jobs.test_jobs.record_event"
+FAILING_SUBSCRIBER = "tests.jobs.test_jobs.failing_subscriber"
+FLAKY_SUBSCRIBER = "tests.jobs.test_jobs.flaky_subscriber"
 
 
 def record_event(**ids: str) -> None:
     """A subscriber that remembers what it was given."""
     get_redis().rpush(SEEN, ",".join(f"{k}={v}" for k, v in sorted(ids.items())))
+
+
+def failing_subscriber(**ids: str) -> None:
+    """A subscriber that counts its runs and always fails."""
+    get_redis().incr("test:failing")
+    raise RuntimeError("boom")
+
+
+def flaky_subscriber(**ids: str) -> None:
+    """A subscriber that fails on its first run only."""
+    if get_redis().incr("test:flaky") == 1:
+        raise RuntimeError("once")
 
 
 def failing_tick() -> None:
@@ -30,21 +45,29 @@ def counting_tick() -> None:
     get_redis().incr("test:ticks")
 
 
+def subscribe(app, monkeypatch, *paths: str) -> None:
+    """Add subscribers to message_received for this test only (the app's config, not the list)."""
+    monkeypatch.setitem(app.config, "EXTRA_EVENT_SUBSCRIBERS", {events.MESSAGE_RECEIVED: paths})
+
+
+def on_tick(app, monkeypatch, *paths: str) -> None:
+    """Add tick handlers for this test only."""
+    monkeypatch.setitem(app.config, "EXTRA_TICK_HANDLERS", paths)
+
+
 @pytest.fixture
-def subscribed():
-    events.subscribe(events.MESSAGE_RECEIVED, "tests.jobs.test_jobs.record_event")
-    yield
-    events.unsubscribe(events.MESSAGE_RECEIVED, "tests.jobs.test_jobs.record_event")
+def subscribed(app, monkeypatch):
+    subscribe(app, monkeypatch, RECORD_EVENT)
 
 
-def work(redis_conn, *names: str) -> None:
+def work(app, redis_conn, *names: str) -> None:
     """Drain the queues with a real worker."""
     SimpleWorker([Queue(n, connection=redis_conn) for n in names], connection=redis_conn).work(burst=True)
 
 
 def test_message_received_event_reaches_subscribers_through_a_worker(app, redis_conn, subscribed):
     events.emit_message_received("t-1", "c-1", "m-1")
-    work(redis_conn, EVENTS)
+    work(app, redis_conn, EVENTS)
     assert redis_conn.lrange(SEEN, 0, -1) == [b"conversation_id=c-1,message_id=m-1,tenant_id=t-1"]
 
 
@@ -52,43 +75,77 @@ def test_the_same_event_queued_twice_runs_once(app, redis_conn, subscribed):
     events.emit_message_received("t-1", "c-1", "m-1")
     events.emit_message_received("t-1", "c-1", "m-1")
     assert Queue(EVENTS, connection=redis_conn).count == 1
-    work(redis_conn, EVENTS)
+    work(app, redis_conn, EVENTS)
     assert redis_conn.llen(SEEN) == 1
 
 
 def test_an_event_without_subscribers_completes(app, redis_conn):
     job = events.emit_message_received("t-1", "c-1", "m-2")
-    work(redis_conn, EVENTS)
+    work(app, redis_conn, EVENTS)
     assert job.get_status(refresh=True) == "finished" and job.return_value() == 0
 
 
-def test_tick_records_a_heartbeat_and_runs_registered_handlers(app, redis_conn):
-    cron.register_tick("tests.jobs.test_jobs.counting_tick")
-    try:
-        job = enqueue("jobs.cron.tick", queue_name=DEFAULT)
-        work(redis_conn, DEFAULT)
-    finally:
-        cron.unregister_tick("tests.jobs.test_jobs.counting_tick")
+def test_each_subscriber_runs_in_a_job_of_its_own_named_by_message_and_subscriber(app, redis_conn, monkeypatch):
+    subscribe(app, monkeypatch, RECORD_EVENT, FLAKY_SUBSCRIBER)
+    events.emit_message_received("t-1", "c-1", "m-1")
+    SimpleWorker([Queue(EVENTS, connection=redis_conn)], connection=redis_conn).work(burst=True, max_jobs=1)
+    queued = Queue(EVENTS, connection=redis_conn).get_jobs()
+    assert [(job.id, job.func_name, job.args) for job in queued] == [
+        (f"event-message_received-m-1-{path.replace('.', '-')}", "jobs.tasks.notify_subscriber",
+         ("message_received", path))
+        for path in (RECORD_EVENT, FLAKY_SUBSCRIBER)]
+    assert all(job.kwargs == {"tenant_id": "t-1", "conversation_id": "c-1", "message_id": "m-1"} for job in queued)
+
+
+def test_a_failing_subscriber_is_retried_alone(app, redis_conn, monkeypatch):
+    monkeypatch.setattr(events, "RETRY_INTERVALS", (0, 0))  # retry at once, within the burst
+    subscribe(app, monkeypatch, RECORD_EVENT, FAILING_SUBSCRIBER, FLAKY_SUBSCRIBER)
+    events.emit_message_received("t-1", "c-1", "m-1")
+    work(app, redis_conn, EVENTS)
+    assert redis_conn.llen(SEEN) == 1  # never re-run by another subscriber's failure
+    assert redis_conn.get("test:failing") == b"3"  # its first run and both retries
+    assert redis_conn.get("test:flaky") == b"2"  # failed once, then succeeded on its retry
+    job = Queue(EVENTS, connection=redis_conn).fetch_job(
+        "event-message_received-m-1-tests-jobs-test_jobs-failing_subscriber")
+    assert job.get_status(refresh=True) == "failed"
+
+
+def test_a_dispatch_job_queued_before_the_upgrade_still_reaches_subscribers(app, redis_conn, subscribed):
+    """`jobs.tasks.dispatch_event` is a wire format: a job the previous release queued runs unchanged."""
+    Queue(EVENTS, connection=redis_conn).enqueue(
+        "jobs.tasks.dispatch_event", args=("message_received",), job_id="event-message_received-m-9",
+        kwargs={"tenant_id": "t-1", "conversation_id": "c-1", "message_id": "m-9"})
+    work(app, redis_conn, EVENTS)
+    assert redis_conn.lrange(SEEN, 0, -1) == [b"conversation_id=c-1,message_id=m-9,tenant_id=t-1"]
+
+
+def test_a_subscriber_no_longer_listed_is_skipped(app, redis_conn):
+    job = enqueue("jobs.tasks.notify_subscriber", "message_received", RECORD_EVENT, queue_name=EVENTS,
+                  tenant_id="t-1", conversation_id="c-1", message_id="m-1")
+    work(app, redis_conn, EVENTS)
+    assert job.get_status(refresh=True) == "finished" and job.return_value() is False
+    assert redis_conn.llen(SEEN) == 0
+
+
+def test_tick_records_a_heartbeat_and_runs_listed_handlers(app, redis_conn, monkeypatch):
+    on_tick(app, monkeypatch, "tests.jobs.test_jobs.counting_tick")
+    job = enqueue("jobs.cron.tick", queue_name=DEFAULT)
+    work(app, redis_conn, DEFAULT)
     assert job.get_status(refresh=True) == "finished"
     assert redis_conn.get("test:ticks") == b"1"
     assert redis_conn.get(cron.HEARTBEAT_KEY) is not None
 
 
-def test_a_failing_tick_handler_fails_the_job_but_others_still_run(app, redis_conn):
-    cron.register_tick("tests.jobs.test_jobs.failing_tick")
-    cron.register_tick("tests.jobs.test_jobs.counting_tick")
-    try:
-        job = enqueue("jobs.cron.tick", queue_name=DEFAULT)
-        work(redis_conn, DEFAULT)
-    finally:
-        cron.unregister_tick("tests.jobs.test_jobs.failing_tick")
-        cron.unregister_tick("tests.jobs.test_jobs.counting_tick")
+def test_a_failing_tick_handler_fails_the_job_but_others_still_run(app, redis_conn, monkeypatch):
+    on_tick(app, monkeypatch, "tests.jobs.test_jobs.failing_tick", "tests.jobs.test_jobs.counting_tick")
+    job = enqueue("jobs.cron.tick", queue_name=DEFAULT)
+    work(app, redis_conn, DEFAULT)
     assert job.get_status(refresh=True) == "failed"
     assert redis_conn.get("test:ticks") == b"1"
 
 
 def test_flask_jobs_worker_command_runs_jobs_with_the_app_context(app, app_config, redis_conn):
-    """The real `flask jobs worker` (forking RQ worker) executes a queued job."""
+    """The real `flask jobs worker` executes a queued job."""
     job = enqueue("jobs.cron.tick", queue_name=DEFAULT)
     subprocess.run([*FLASK, "jobs", "worker", "--burst"], cwd=PROJECT_ROOT, env=process_env(app_config),
                    check=True, timeout=120, capture_output=True)
@@ -110,7 +167,7 @@ def test_flask_jobs_cron_command_enqueues_the_tick(app, app_config, redis_conn):
     finally:
         process.terminate()
         process.wait(timeout=20)
-    work(redis_conn, DEFAULT)
+    work(app, redis_conn, DEFAULT)
     assert redis_conn.get(cron.HEARTBEAT_KEY) is not None
 
 

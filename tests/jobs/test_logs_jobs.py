@@ -13,9 +13,9 @@ from rq import Queue, SimpleWorker
 
 from core.config import PROJECT_ROOT
 from core.db import db
+from core.queue import DEFAULT, enqueue
 from desk import events
 from jobs.cli import keep_payloads_out_of_logs
-from jobs.queues import DEFAULT, enqueue
 from openapi.apps import create_app
 from tests.conftest import FLASK, process_env
 

@@ -1,0 +1,51 @@
+"""The one list of job entry points, tick handlers and event subscribers.
+
+Nothing registers itself when imported: what runs on a tick or on an event is written here, and
+every process reads it from here (the worker, runner and cron commands check it at start; the web
+process loads it with those commands). Every name is an import path, which jobs already queued
+carry: rename one only together with a shim for them.
+
+The production lists are tuples. An app's config may add to them (`EXTRA_TICK_HANDLERS`,
+`EXTRA_EVENT_SUBSCRIBERS`), which is how tests subscribe without touching these lists.
+"""
+from flask import current_app
+from werkzeug.utils import import_string
+
+from desk.events import MESSAGE_RECEIVED
+
+# The functions jobs are queued for, with their queue. Their import paths and signatures are a wire format.
+ENTRY_POINTS = (
+    "jobs.cron.tick",                # () on default: the 15-second tick
+    "jobs.tasks.dispatch_event",     # (event, **ids) on events: one job per subscriber
+    "jobs.tasks.notify_subscriber",  # (event, subscriber, **ids) on events: one subscriber, retried alone
+    "jobs.tasks.deliver_webhook",    # (event_id) on webhooks: one delivery attempt
+    "jobs.tasks.run_script",         # (source, input_json) on scripts: the runner's sandbox
+)
+
+# Called with no arguments on every tick, in this order.
+TICK_HANDLERS = (
+    "openapi.webhooks.sweep",
+)
+
+# Called with the event's ids, each in a job of its own.
+EVENT_SUBSCRIBERS: dict[str, tuple[str, ...]] = {
+    MESSAGE_RECEIVED: (),  # automation rules subscribe here (issue 14)
+}
+
+
+def tick_handlers() -> tuple[str, ...]:
+    """The tick handlers of the current app."""
+    return TICK_HANDLERS + tuple(current_app.config.get("EXTRA_TICK_HANDLERS", ()))
+
+
+def subscribers(event: str) -> tuple[str, ...]:
+    """The subscribers of `event` in the current app."""
+    extra = current_app.config.get("EXTRA_EVENT_SUBSCRIBERS", {})
+    return EVENT_SUBSCRIBERS[event] + tuple(extra.get(event, ()))
+
+
+def check() -> None:
+    """Import every listed path, so a process with a broken list fails at start, not at a tick."""
+    for path in (*ENTRY_POINTS, *tick_handlers(), *(path for event in EVENT_SUBSCRIBERS
+                                                    for path in subscribers(event))):
+        import_string(path)
