@@ -2,14 +2,16 @@
 import logging
 
 import click
+from flask import current_app
 from flask.cli import AppGroup
-from rq import SimpleWorker, Worker
+from rq import SimpleWorker
 from rq.cron import CronScheduler
 
 from core.queue import DEFAULT, RUNNER_QUEUES, WORKER_QUEUES
 from core.redis import get_redis
 from jobs import wiring
 from jobs.cron import TICK_SECONDS, tick
+from jobs.worker import AppWorker
 from studio.runner import sandbox
 
 jobs_cli = AppGroup("jobs", help="Background processes.")
@@ -50,11 +52,11 @@ LOG_LEVEL = click.option("--log-level", default="INFO", show_default=True,
 @click.option("--burst", is_flag=True, help="Stop when the queues are empty.")
 @LOG_LEVEL
 def worker(burst: bool, log_level: str):
-    """RQ worker for events, webhooks and default jobs, with RQ's scheduler for retries."""
+    """Non-forking RQ worker for events, webhooks and default jobs, with RQ's scheduler for retries."""
     keep_payloads_out_of_logs()
     wiring.check()
-    Worker(list(WORKER_QUEUES), connection=get_redis()).work(burst=burst, with_scheduler=True,
-                                                             logging_level=log_level)
+    AppWorker(list(WORKER_QUEUES), connection=get_redis(), app=current_app._get_current_object()).work(
+        burst=burst, with_scheduler=True, logging_level=log_level)
 
 
 @jobs_cli.command("runner")

@@ -3,13 +3,14 @@ import subprocess
 import time
 
 import pytest
-from rq import Queue, SimpleWorker
+from rq import Queue
 
 from core.config import PROJECT_ROOT
 from core.queue import DEFAULT, EVENTS, SCRIPTS, enqueue
 from core.redis import get_redis
 from desk import events
 from jobs import cron
+from jobs.worker import AppWorker
 from tests.conftest import FLASK, process_env
 
 SEEN = "test:events:seen"
@@ -61,8 +62,8 @@ def subscribed(app, monkeypatch):
 
 
 def work(app, redis_conn, *names: str) -> None:
-    """Drain the queues with a real worker."""
-    SimpleWorker([Queue(n, connection=redis_conn) for n in names], connection=redis_conn).work(burst=True)
+    """Drain the queues with the worker class `flask jobs worker` runs (non-forking, in burst mode)."""
+    AppWorker([Queue(n, connection=redis_conn) for n in names], connection=redis_conn, app=app).work(burst=True)
 
 
 def test_message_received_event_reaches_subscribers_through_a_worker(app, redis_conn, subscribed):
@@ -88,7 +89,7 @@ def test_an_event_without_subscribers_completes(app, redis_conn):
 def test_each_subscriber_runs_in_a_job_of_its_own_named_by_message_and_subscriber(app, redis_conn, monkeypatch):
     subscribe(app, monkeypatch, RECORD_EVENT, FLAKY_SUBSCRIBER)
     events.emit_message_received("t-1", "c-1", "m-1")
-    SimpleWorker([Queue(EVENTS, connection=redis_conn)], connection=redis_conn).work(burst=True, max_jobs=1)
+    AppWorker([Queue(EVENTS, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True, max_jobs=1)
     queued = Queue(EVENTS, connection=redis_conn).get_jobs()
     assert [(job.id, job.func_name, job.args) for job in queued] == [
         (f"event-message_received-m-1-{path.replace('.', '-')}", "jobs.tasks.notify_subscriber",

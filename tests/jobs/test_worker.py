@@ -1,0 +1,101 @@
+"""`flask jobs worker` runs jobs in its own process (no fork per job), still bounds each job by its
+timeout, and gives every job a clean database session. Each test runs the real command in burst mode."""
+import os
+import subprocess
+import time
+
+import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import DBAPIError
+
+from core.config import PROJECT_ROOT
+from core.db import db
+from core.queue import DEFAULT, enqueue
+from desk.models import Tenant
+from desk.tenancy import create_tenant
+from tests.conftest import FLASK, process_env
+
+HERE = "tests.jobs.test_worker"
+
+
+def report_pid() -> int:
+    """The process the job runs in."""
+    return os.getpid()
+
+
+def sleep_past_timeout() -> None:
+    """Outlives any timeout these tests give it."""
+    time.sleep(60)
+
+
+def spoil_the_session() -> str:
+    """Leave a flushed, uncommitted row and (on PostgreSQL) an aborted transaction behind."""
+    create_tenant("Never committed")
+    try:
+        db.session.execute(text("SELECT no_such_column FROM tenant"))
+    except DBAPIError:
+        pass  # swallowed: the job itself succeeds
+    return "spoilt"
+
+
+def time_out_holding_a_row() -> None:
+    """Flush a row, then outlive the timeout inside the open transaction."""
+    create_tenant("Timed out")
+    time.sleep(60)
+
+
+def time_out_inside_a_query() -> None:
+    """Outlive the timeout inside a statement the database is still running."""
+    db.session.execute(text("SELECT pg_sleep(60)"))
+
+
+def look() -> dict:
+    """What a job finds in its session when it starts."""
+    session = db.session()
+    return {"in_transaction": session.in_transaction(), "objects": len(session.identity_map),
+            "tenants": session.scalar(select(func.count()).select_from(Tenant))}
+
+
+CLEAN = {"in_transaction": False, "objects": 0, "tenants": 0}
+
+
+def run_worker(app_config) -> tuple[int, float]:
+    """Run `flask jobs worker --burst` until the queues are empty; its pid and how long it took."""
+    started = time.monotonic()
+    process = subprocess.Popen([*FLASK, "jobs", "worker", "--burst"], cwd=PROJECT_ROOT,
+                               env=process_env(app_config), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    assert process.wait(timeout=120) == 0
+    return process.pid, time.monotonic() - started
+
+
+def test_the_worker_runs_every_job_in_its_own_process_and_fails_one_past_its_timeout(app, app_config):
+    first = enqueue(f"{HERE}.report_pid", queue_name=DEFAULT)
+    stuck = enqueue(f"{HERE}.sleep_past_timeout", queue_name=DEFAULT, job_timeout=1)
+    after = enqueue(f"{HERE}.report_pid", queue_name=DEFAULT)
+    pid, elapsed = run_worker(app_config)
+    assert first.return_value() == after.return_value() == pid  # no work horse was forked
+    assert stuck.get_status(refresh=True) == "failed"
+    assert "JobTimeoutException" in stuck.latest_result().exc_string
+    assert elapsed < 50  # cut at its timeout, not slept through
+
+
+def test_each_job_starts_with_a_clean_session(app, app_config):
+    jobs = [enqueue(f"{HERE}.spoil_the_session", queue_name=DEFAULT),
+            enqueue(f"{HERE}.look", queue_name=DEFAULT),
+            enqueue(f"{HERE}.time_out_holding_a_row", queue_name=DEFAULT, job_timeout=1),
+            enqueue(f"{HERE}.look", queue_name=DEFAULT)]
+    run_worker(app_config)
+    assert [job.get_status(refresh=True) for job in jobs] == ["finished", "finished", "failed", "finished"]
+    assert jobs[1].return_value() == CLEAN and jobs[3].return_value() == CLEAN
+    assert db.session.scalar(select(func.count()).select_from(Tenant)) == 0  # nothing was committed
+
+
+def test_a_query_cut_by_its_timeout_leaves_the_next_job_a_working_connection(app, app_config):
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("needs a statement that sleeps in the database (PostgreSQL's pg_sleep)")
+    cut = enqueue(f"{HERE}.time_out_inside_a_query", queue_name=DEFAULT, job_timeout=1)
+    after = enqueue(f"{HERE}.look", queue_name=DEFAULT)
+    _, elapsed = run_worker(app_config)
+    assert cut.get_status(refresh=True) == "failed"
+    assert after.return_value() == CLEAN and elapsed < 50
