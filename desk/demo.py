@@ -1,5 +1,6 @@
 """The demo seed: two tenants with people, customers, conversations and knowledge."""
 import random
+import uuid
 from datetime import timedelta
 
 from sqlalchemy import select
@@ -105,22 +106,25 @@ def _seed_conversations(tenant: Tenant, channel_id, agents: list, rng: random.Ra
         via = channel_id if n < len(customers) else None
         # Chinese-named customers write Chinese, the others English.
         script = SCRIPTS[(n % 8) + (0 if customer_index < 15 else 8)]
-        conversation = Conversation(
-            tenant_id=tenant.id, customer_id=customers[customer_index].id, channel_id=via,
-            status=rng.choice(("open", "open", "pending", "resolved")),
-            assignee_member_id=rng.choice(agents).id if n % 4 else None, created_at=started)
-        db.session.add(conversation)
-        db.session.flush()
-        moment = started
-        for j, (kind, text) in enumerate(script):
+        status = rng.choice(("open", "open", "pending", "resolved"))
+        assignee = rng.choice(agents).id if n % 4 else None
+        moments, moment = [], started
+        for _ in script:
             moment = min(moment + timedelta(minutes=rng.randint(1, 90)), now)
+            moments.append(moment)
+        # Written once, its last message being its last change: no later UPDATE moves it to today.
+        conversation = Conversation(
+            id=uuid.uuid4(), tenant_id=tenant.id, customer_id=customers[customer_index].id, channel_id=via,
+            status=status, assignee_member_id=assignee, created_at=started,
+            updated_at=moments[-1], last_activity_at=moments[-1])
+        db.session.add(conversation)
+        for j, ((kind, text), moment) in enumerate(zip(script, moments)):
             db.session.add(Message(
                 tenant_id=tenant.id, conversation_id=conversation.id, text=text, created_at=moment,
                 direction="inbound" if kind == "in" else "outbound",
                 kind="private_note" if kind == "note" else "public",
                 channel_id=via if kind == "in" else None,
                 external_id=f"demo-{conversation.id}-{j}" if kind == "in" and via else None))
-        conversation.updated_at = conversation.last_activity_at = moment
 
 
 def _seed_knowledge(tenant: Tenant) -> None:

@@ -4,12 +4,15 @@ from datetime import datetime
 
 from flask import current_app
 from flask_login import UserMixin
-from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import (JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint,
+                        bindparam, literal_column)
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.sql.functions import FunctionElement
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from core.clock import utcnow
-from core.db import Base, UUIDPrimaryKey
+from core.db import Base, UTCDateTime, UUIDPrimaryKey
 
 TIERS = ("standard", "professional")
 ROLES = ("admin", "supervisor", "agent")
@@ -24,6 +27,44 @@ def one_of(column: str, values: tuple[str, ...]) -> CheckConstraint:
     """A named CHECK constraint keeping a string column inside its allowed values."""
     allowed = ", ".join(f"'{v}'" for v in values)
     return CheckConstraint(f"{column} IN ({allowed})", name=f"{column}_allowed")
+
+
+class changed_time(FunctionElement):  # noqa: N801  a SQL function, named like one
+    """The time a row is changed at: now, but always past the column's previous value.
+
+    It is evaluated inside the UPDATE, under the row's lock, so every write moves the value
+    forward by at least a microsecond: two writes within one tick of the clock, or one from a
+    host whose clock is behind, still leave two different, increasing values. Compare-and-swap
+    writers can therefore rely on `updated_at` to the microsecond.
+    """
+
+    type = UTCDateTime()
+    inherit_cache = True
+
+
+def _now_parameter(compiler) -> str:
+    """The application's clock, read when the statement runs, as a bound parameter."""
+    return compiler.process(bindparam("changed_now", callable_=utcnow, type_=UTCDateTime(), unique=True))
+
+
+@compiles(changed_time, "postgresql")
+def _changed_time_postgresql(element, compiler, **kw):
+    (previous,) = element.clauses
+    return (f"GREATEST({_now_parameter(compiler)}, "
+            f"{compiler.process(previous, **kw)} + interval '1 microsecond')")
+
+
+@compiles(changed_time, "sqlite")
+def _changed_time_sqlite(element, compiler, **kw):
+    # SQLite keeps the UTC wall time as text 'YYYY-MM-DD HH:MM:SS.ffffff', which sorts by time,
+    # and its date functions stop at milliseconds: the microsecond is added in whole numbers.
+    (previous,) = element.clauses
+    column = compiler.process(previous, **kw)
+    micros = (f"(CAST(strftime('%s', substr({column}, 1, 19)) AS INTEGER) * 1000000"
+              f" + CAST(substr({column}, 21, 6) AS INTEGER) + 1)")
+    later = (f"strftime('%Y-%m-%d %H:%M:%S', {micros} / 1000000, 'unixepoch')"
+             f" || printf('.%06d', {micros} % 1000000)")
+    return f"max({_now_parameter(compiler)}, {later})"
 
 
 class Tenant(UUIDPrimaryKey, Base):
@@ -108,6 +149,9 @@ class Conversation(UUIDPrimaryKey, Base):
     """A thread between a customer and the desk on one channel."""
 
     __tablename__ = "conversation"
+    # Every UPDATE, by the unit of work or a bulk `update(Conversation)`, moves `updated_at`
+    # (never set it by hand); the new value is read back by the same statement.
+    __mapper_args__ = {"eager_defaults": True}
     __table_args__ = (
         one_of("status", CONVERSATION_STATUSES),
         Index("ix_conversation_tenant_id_last_activity_at", "tenant_id", "last_activity_at"),
@@ -121,7 +165,8 @@ class Conversation(UUIDPrimaryKey, Base):
     assignee_member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
     bot_active: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        default=utcnow, onupdate=changed_time(literal_column("conversation.updated_at")))
     last_activity_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     customer: Mapped[Customer] = relationship()

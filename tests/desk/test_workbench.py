@@ -64,3 +64,13 @@ def test_customer_names_and_message_texts_are_shown_as_text_not_markup(agent_cli
         page = agent_client.get(path).get_data(as_text=True)
         assert "<script>alert(1)" not in page and "<img src=x" not in page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_reading_conversations_in_the_workbench_changes_nothing(agent_client, tenant):
+    conversation = _conversation(tenant, "Olga")
+    before = conversation.updated_at
+    agent_client.get("/workbench")
+    agent_client.get(f"/workbench/conversations/{conversation.id}", headers={"HX-Request": "true"})
+    agent_client.get(f"/workbench/conversations/{conversation.id}")
+    db.session.expire_all()
+    assert conversation.updated_at == before  # a rule's snapshot taken before the reads still holds
