@@ -97,6 +97,9 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         "WEBHOOK_RETRY_INTERVALS": (30, 60, 120, 240, 480, 960, 1920),
         "WEBHOOK_LEASE_SECONDS": 60,
         "OPEN_API_RATE_LIMIT": 60,  # per application per natural minute (spec); the schema fuzz raises it
+        # Unset: every fixed-window limit counts in its own window (the spec's natural minutes).
+        # Tests set it to count in shorter or longer windows (core.limits.window_seconds).
+        "RATE_WINDOW_SECONDS": None,
     }
     for name, default in SWITCHES.items():
         raw = environ.get(name)

@@ -265,12 +265,38 @@ def live_server(app):
 def start_of_a_fresh_minute(needed: float = 15.0) -> None:
     """Wait for the next natural minute when fewer than `needed` seconds are left in this one.
 
-    Per-minute limits count in fixed windows of server time; a test that makes many requests
-    must not straddle a window boundary.
+    Kept only for tests/studio/test_concurrency.py until it uses `rate_window`; remove it then.
     """
     left = 60 - time.time() % 60
     if left < needed:
         time.sleep(left + 0.2)
+
+
+def start_of_a_fresh_window(conn: redis.Redis, window: int, needed: float) -> None:
+    """Wait for the next fixed window when fewer than `needed` seconds are left in this one.
+
+    Fixed windows count in Redis server time, so that is the clock read here.
+    """
+    seconds, micros = conn.time()
+    left = window - seconds % window - micros / 1_000_000
+    if left < needed:
+        time.sleep(left + 0.01)
+
+
+LONG_WINDOW = 3600  # a burst of requests practically never meets its end (and waits when it would)
+
+
+@pytest.fixture
+def rate_window(app, monkeypatch, redis_conn):
+    """Count every fixed-window limit (Open API, scripts) in windows of `seconds` for this test.
+
+    It starts with at least `needed` seconds left in the current window, so the requests that
+    follow are counted together: a long window for bursts, a short one to see a window end.
+    """
+    def use(seconds: int = LONG_WINDOW, needed: float = 10.0) -> None:
+        monkeypatch.setitem(app.config, "RATE_WINDOW_SECONDS", seconds)
+        start_of_a_fresh_window(redis_conn, seconds, min(needed, seconds * 0.75))
+    return use
 
 
 def free_port() -> int:

@@ -174,6 +174,27 @@ def test_fixed_window_rollover_lets_hits_through_again(limits_conn):
     assert (fresh.allowed, fresh.count, fresh.remaining) == (True, 1, 1)
 
 
+def hit_a_per_minute_limit(conn: redis.Redis, window: int) -> tuple[bool, int]:
+    """Hit a 60-second fixed window once: is its key that of a `window`-second window, and its TTL."""
+    before = server_time_us(conn) // 1_000_000
+    hit_fixed_window(conn, "app:1", 5, 60)
+    after = server_time_us(conn) // 1_000_000
+    [key] = conn.keys("limit:fw:app:1:*")
+    index = int(key.decode().rsplit(":", 1)[1])
+    return index in {before // window, after // window}, conn.ttl(key)
+
+
+def test_the_app_setting_replaces_the_length_of_every_fixed_window(app, limits_conn, monkeypatch):
+    monkeypatch.setitem(app.config, "RATE_WINDOW_SECONDS", 3600)
+    hourly, ttl = hit_a_per_minute_limit(limits_conn, 3600)
+    assert hourly and 3600 < ttl <= 7200
+
+
+def test_without_the_app_setting_a_window_keeps_its_own_length(app, limits_conn):
+    per_minute, ttl = hit_a_per_minute_limit(limits_conn, 60)
+    assert per_minute and 60 < ttl <= 120
+
+
 # --- rolling quota -----------------------------------------------------------
 
 
