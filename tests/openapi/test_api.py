@@ -14,7 +14,7 @@ from core.crypto import sha256_hex
 from core.db import db
 from desk.models import Customer, Tenant
 from openapi.models import OpenApp, OpenRecord, WebhookEvent
-from tests.conftest import start_of_a_fresh_minute
+from tests.conftest import LONG_WINDOW
 from tests.openapi.conftest import OpenClient
 
 
@@ -53,9 +53,17 @@ def test_an_expired_token_is_unauthorized(make_open_app):
     assert response.status_code == 401 and code(response) == "unauthorized"
 
 
-def test_tokens_expire_after_ninety_days(make_open_app):
-    found, _, _ = make_open_app()
-    assert found.expires_at - found.created_at == timedelta(days=90)
+@pytest.mark.parametrize("age,status", [(timedelta(days=90), 401), (timedelta(days=90, minutes=-1), 200)],
+                         ids=["ninety days old", "a minute younger"])
+def test_tokens_expire_after_ninety_days(make_open_app, monkeypatch, age, status):
+    created = utcnow() - age
+    with monkeypatch.context() as then:
+        then.setattr("openapi.apps.utcnow", lambda: created)  # the application was created then
+        _, client, _ = make_open_app()
+    response = client.get("/records")
+    assert response.status_code == status
+    if status == 401:
+        assert code(response) == "unauthorized"
 
 
 def test_a_revoked_token_is_unauthorized(make_open_app, tenant, admin):
@@ -308,9 +316,9 @@ def test_twenty_parallel_identical_requests_make_one_record_and_one_event(make_o
 
 # --- rate limit, switch, paths -----------------------------------------------------------------
 
-def test_rate_limit_headers_and_the_61st_request(make_open_app):
+def test_rate_limit_headers_and_the_61st_request(make_open_app, rate_window):
     client = make_open_app(["app.records.read"])[1]
-    start_of_a_fresh_minute()
+    rate_window()
     first = client.get("/records")
     assert first.headers["X-RateLimit-Limit"] == "60" and first.headers["X-RateLimit-Remaining"] == "59"
     for _ in range(29):
@@ -320,11 +328,32 @@ def test_rate_limit_headers_and_the_61st_request(make_open_app):
     assert last.status_code == 200 and last.headers["X-RateLimit-Remaining"] == "0"
     limited = client.get("/records")
     assert limited.status_code == 429 and code(limited) == "rate_limited"
-    assert 0 < int(limited.headers["Retry-After"]) <= 60 and limited.headers["X-RateLimit-Remaining"] == "0"
+    assert 0 < int(limited.headers["Retry-After"]) <= LONG_WINDOW and limited.headers["X-RateLimit-Remaining"] == "0"
 
 
-def test_a_malformed_customer_id_is_an_authenticated_not_found_that_counts(open_client):
-    start_of_a_fresh_minute()
+def test_after_retry_after_seconds_the_application_may_call_again(app, make_open_app, rate_window, monkeypatch):
+    monkeypatch.setitem(app.config, "OPEN_API_RATE_LIMIT", 2)
+    client = make_open_app(["app.records.read"])[1]
+    rate_window(2, needed=0.5)
+    assert [client.get("/records").status_code for _ in range(2)] == [200, 200]
+    limited = client.get("/records")
+    assert limited.status_code == 429 and 1 <= int(limited.headers["Retry-After"]) <= 2
+    time.sleep(int(limited.headers["Retry-After"]))
+    again = client.get("/records")
+    assert again.status_code == 200 and again.headers["X-RateLimit-Remaining"] == "1"
+
+
+def test_without_the_test_window_requests_count_in_natural_minutes(open_client, redis_conn):
+    before = redis_conn.time()[0]
+    assert open_client.get("/records").status_code == 200
+    after = redis_conn.time()[0]
+    (key,) = redis_conn.keys("limit:fw:open:app:*")
+    assert int(key.rsplit(b":", 1)[1]) in {before // 60, after // 60}  # the minute's index
+    assert 60 < redis_conn.ttl(key) <= 120  # kept one minute past the minute's end
+
+
+def test_a_malformed_customer_id_is_an_authenticated_not_found_that_counts(open_client, rate_window):
+    rate_window()
     assert open_client.get("/records").headers["X-RateLimit-Remaining"] == "59"
     for malformed in ("not-a-uuid", "1234", str(uuid.uuid4()).upper().replace("-", "")):
         response = open_client.get(f"/customers/{malformed}")
@@ -333,9 +362,9 @@ def test_a_malformed_customer_id_is_an_authenticated_not_found_that_counts(open_
     assert response.headers["X-RateLimit-Remaining"] == "56"
 
 
-def test_the_rate_limit_is_per_application(make_open_app):
+def test_the_rate_limit_is_per_application(make_open_app, rate_window):
     one, two = make_open_app()[1], make_open_app(name="Second")[1]
-    start_of_a_fresh_minute()
+    rate_window()
     for _ in range(60):
         one.get("/records")
     assert code(one.get("/records")) == "rate_limited"

@@ -21,7 +21,7 @@ from studio.catalog import LIMITS
 from studio.runner import SANDBOX, Sandbox
 from studio.sandbox import NOBODY
 from studio.scripts import TASK_SECONDS, run_code
-from tests.conftest import start_of_a_fresh_minute
+from tests.conftest import LONG_WINDOW
 from tests.studio.conftest import ConsoleApi, sample_definition
 
 TOTAL = ("const {amount = 0, title} = input;\n"
@@ -266,15 +266,15 @@ def _executions(tenant) -> int:
     return sum(int(get_redis().get(key)) for key in keys)
 
 
-def test_thirty_executions_per_minute_then_rate_limited(api, runner, tenant):
-    app_id = api.create(CODE_DEFINITION)
-    start_of_a_fresh_minute(5)
-    assert api.simulate(app_id, data={"title": "a"}).status_code == 200
-    (key,) = get_redis().keys(f"limit:fw:scripts:tenant:{tenant.id}:*")
-    get_redis().set(key, 30)
-    response = api.simulate(app_id, data={"title": "a"})
+def test_thirty_executions_per_minute_then_rate_limited(api, runner, rate_window):
+    working = api.create(CODE_DEFINITION)
+    failing = api.create(sample_definition(code={"language": "javascript", "source": "null.boom;"}))
+    rate_window()
+    statuses = [api.simulate(app_id, data={"title": "a"}).status_code for app_id in (working, failing) * 15]
+    assert statuses == [200, 422] * 15  # both applications count against their tenant's thirty
+    response = api.simulate(working, data={"title": "a"})
     assert response.status_code == 429 and response.get_json()["error"]["code"] == "code_rate_limited"
-    assert int(response.headers["Retry-After"]) > 0
+    assert 0 < int(response.headers["Retry-After"]) <= LONG_WINDOW
 
 
 def test_requests_behind_a_busy_runner_get_runner_busy_and_the_runner_recovers(api, runner, app):
