@@ -10,6 +10,17 @@ CHARTS = [{"key": "by_priority", "title": "Requests by priority", "type": "bar",
            "metric": "count"}]
 
 
+def submit_a_record(page, version: int, title: str, amount: str):
+    """Submit a record to the live version through its form; the ledger afterwards."""
+    page.get_by_text(f"Submit a record to v{version}").click()
+    record = page.locator("#record-form")
+    record.get_by_label("Title").fill(title)
+    record.get_by_label("Amount").fill(amount)
+    record.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Record saved.")).to_be_visible()
+    return page.locator("#ledger")
+
+
 def test_create_edit_simulate_publish_submit_and_see_ledger_and_chart(page, live_server, admin):
     _log_in(page, live_server, admin.user.email)
     expect(page.get_by_text("No applications yet")).to_be_visible()
@@ -35,13 +46,7 @@ def test_create_edit_simulate_publish_submit_and_see_ledger_and_chart(page, live
     dialog.get_by_role("button", name="Publish").click()
     expect(page.get_by_text("Version 2 is live.")).to_be_visible()
 
-    page.get_by_text("Submit a record to v2").click()
-    record = page.locator("#record-form")
-    record.get_by_label("Title").fill("Crushed box")
-    record.get_by_label("Amount").fill("120")
-    record.get_by_role("button", name="Save").click()
-    expect(page.get_by_text("Record saved.")).to_be_visible()
-    ledger = page.locator("#ledger")
+    ledger = submit_a_record(page, 2, "Crushed box", "120")
     expect(ledger).to_contain_text("Crushed box")
     expect(ledger).to_contain_text("high")
     expect(page.get_by_role("img", name="Requests by priority")).to_be_visible()
@@ -66,6 +71,7 @@ def test_publishing_works_by_keyboard_alone(page, live_server, admin, api, draft
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
     expect(page.get_by_text("Version 1 is live.")).to_be_visible()
+    expect(submit_a_record(page, 1, "Published by keyboard", "5")).to_contain_text("Published by keyboard")
 
 
 def test_publish_needs_the_confirmation_box_in_the_browser(page, live_server, admin, api, draft_app):
@@ -75,7 +81,9 @@ def test_publish_needs_the_confirmation_box_in_the_browser(page, live_server, ad
     page.get_by_role("button", name="Publish v1…").click()
     page.get_by_role("dialog").get_by_role("button", name="Publish").click()
     expect(page.get_by_role("dialog")).to_be_visible()  # the browser refuses the unticked required box
-    expect(page.get_by_text("Version 1 is live.")).to_have_count(0)
+    page.reload()
+    expect(page.get_by_text("Publish a version to collect records.")).to_be_visible()
+    expect(page.get_by_text("Submit a record to v1")).to_have_count(0)
 
 
 def test_script_errors_point_at_their_line_and_code_needs_its_own_confirmation(page, live_server, admin,
@@ -116,3 +124,4 @@ def test_script_errors_point_at_their_line_and_code_needs_its_own_confirmation(p
     dialog.get_by_label("I reviewed and confirm this script").check()
     dialog.get_by_role("button", name="Publish").click()
     expect(page.get_by_text("Version 3 is live.")).to_be_visible()
+    expect(submit_a_record(page, 3, "Doubled", "21")).to_contain_text("42")  # the live script ran

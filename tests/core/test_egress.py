@@ -54,8 +54,9 @@ def test_a_name_resolving_to_an_internal_address_is_refused(app, dns, address):
 
 def test_one_internal_answer_among_public_ones_is_refused(app, dns):
     dns["mixed.example"] = [["93.184.216.34", "10.0.0.1"]]
-    with pytest.raises(egress.EgressRefused):
+    with pytest.raises(egress.EgressRefused) as refused:
         post("https://mixed.example/hook")
+    assert refused.value.reason == "address_not_public"
 
 
 def test_a_host_without_an_ipv4_answer_is_refused(app, dns):
@@ -64,18 +65,19 @@ def test_a_host_without_an_ipv4_answer_is_refused(app, dns):
     assert refused.value.reason == "dns_failed"
 
 
-def test_ip_literals_follow_the_same_rule(app):
-    for literal in ("127.0.0.1", "10.0.0.1", "169.254.169.254"):
-        with pytest.raises(egress.EgressRefused):
-            post(f"https://{literal}/hook")
+@pytest.mark.parametrize("literal", ["127.0.0.1", "10.0.0.1", "169.254.169.254", "100.64.0.1"])
+def test_ip_literals_follow_the_same_rule(app, literal):
+    with pytest.raises(egress.EgressRefused) as refused:
+        post(f"https://{literal}/hook")
+    assert refused.value.reason == "address_not_public"
 
 
 def test_dns_is_checked_at_every_use_so_rebinding_is_refused(receiver, dns):
     dns["receiver.test"] = [["127.0.0.1"], ["10.0.0.1"]]  # public (by the knob) first, then private
     assert post(receiver.url()).status == 200
-    with pytest.raises(egress.EgressRefused):
+    with pytest.raises(egress.EgressRefused) as refused:
         post(receiver.url())
-    assert len(receiver.received) == 1
+    assert refused.value.reason == "address_not_public" and len(receiver.received) == 1
 
 
 def test_redirects_are_not_followed(receiver, dns, ca):
@@ -99,8 +101,9 @@ def test_an_oversized_response_is_cut_off(receiver, dns):
 
 def test_without_the_knobs_loopback_is_never_public(app, dns):
     dns["receiver.test"] = [["127.0.0.1"]]
-    with pytest.raises(egress.EgressRefused):
+    with pytest.raises(egress.EgressRefused) as refused:
         post("https://receiver.test/hook")
+    assert refused.value.reason == "address_not_public"
 
 
 def test_an_international_host_name_is_sent_in_its_ascii_form(app):

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 from rq import Queue, SimpleWorker
+from rq.registry import ScheduledJobRegistry
 from sqlalchemy import select, update
 
 from core.clock import utcnow
@@ -115,8 +116,28 @@ def test_after_eight_failed_attempts_the_event_is_failed(hooked, receiver, redis
     assert [a.status_code for a in db.session.scalars(select(WebhookAttempt))] == [503] * 8
 
 
-def test_production_schedule_is_thirty_seconds_doubling_to_1920(app):
-    assert webhooks.retry_intervals() == [30, 60, 120, 240, 480, 960, 1920]
+def test_in_production_retries_come_thirty_seconds_later_doubling_to_1920(hooked, receiver, redis_conn):
+    _, client, _ = hooked
+    receiver.default = (503, {}, b"down")
+    create(client)
+    scheduled = ScheduledJobRegistry(WEBHOOKS, connection=redis_conn)
+    waits = []
+    for _ in range(8):
+        work(redis_conn)
+        if the_event().status != "pending":
+            break
+        attempt = db.session.scalars(select(WebhookAttempt).order_by(WebhookAttempt.number.desc())).first()
+        (job_id,) = scheduled.get_job_ids()
+        rq_wait = (scheduled.get_scheduled_time(job_id) - attempt.started_at).total_seconds()
+        wait = (the_event().next_attempt_at - attempt.started_at).total_seconds()
+        assert rq_wait - 1 <= wait <= rq_wait + 1  # RQ keeps whole seconds
+        waits.append(round(wait))
+        # The wait passes: the retry is due for RQ and for the event.
+        redis_conn.zadd(scheduled.key, {job_id: 0})
+        db.session.execute(update(WebhookEvent).values(next_attempt_at=utcnow()))
+        db.session.commit()
+    assert waits == [30, 60, 120, 240, 480, 960, 1920]
+    assert the_event().status == "failed" and len(receiver.received) == 8
 
 
 def test_a_refused_address_is_an_attempt_that_failed(make_open_app, receiver, redis_conn, app, monkeypatch):
