@@ -262,16 +262,6 @@ def live_server(app):
     thread.join(timeout=5)
 
 
-def start_of_a_fresh_minute(needed: float = 15.0) -> None:
-    """Wait for the next natural minute when fewer than `needed` seconds are left in this one.
-
-    Kept only for tests/studio/test_concurrency.py until it uses `rate_window`; remove it then.
-    """
-    left = 60 - time.time() % 60
-    if left < needed:
-        time.sleep(left + 0.2)
-
-
 def start_of_a_fresh_window(conn: redis.Redis, window: int, needed: float) -> None:
     """Wait for the next fixed window when fewer than `needed` seconds are left in this one.
 

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from core.db import db
 from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioApp, StudioRecord
-from tests.conftest import login, start_of_a_fresh_minute
+from tests.conftest import login
 from tests.studio.conftest import ORIGIN, sample_definition
 from tests.studio.test_scripts import _executions
 
@@ -111,8 +111,8 @@ def test_a_submission_overtaken_by_a_new_live_version_saves_nothing(app, admin, 
 SLOW_SCRIPT = "for (let i = 0; i < 2e6; i++) {} return {title: input.title + '!'};"
 
 
-def test_parallel_submissions_with_one_key_run_the_script_once(app, admin, api, runner, tenant):
-    start_of_a_fresh_minute()
+def test_parallel_submissions_with_one_key_run_the_script_once(app, admin, api, runner, tenant, rate_window):
+    rate_window()
     app_id = api.create(sample_definition(code={"language": "javascript", "source": SLOW_SCRIPT}))
     assert api.simulate(app_id, data={"title": "sample"}).status_code == 200
     assert api.publish(app_id, code_confirmed=True).status_code == 200

@@ -232,13 +232,17 @@ def test_record_form_error_is_shown_next_to_the_field(admin_client, live_app):
 
 
 def test_disable_and_reenable_from_the_page(api, admin_client, live_app):
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', _text(admin_client.get(f"/extensions/{live_app}"))).group(1)
     _form(admin_client, f"/extensions/{live_app}/disable", {})
     page = _text(admin_client.get(f"/extensions/{live_app}"))
     assert "Re-enable v1" in page
+    refused = _form(admin_client, f"/extensions/{live_app}/records", {"f_title": "While off", "idempotency_key": key})
+    assert refused.status_code == 422
     _form(admin_client, f"/extensions/{live_app}/publish",
           {"version": "1", "expected_active_version": "1", "confirm_permissions": "on"})
-    db.session.expire_all()
-    assert db.session.scalar(select(StudioApp.enabled)) is True
+    saved = _form(admin_client, f"/extensions/{live_app}/records", {"f_title": "Live again", "idempotency_key": key})
+    assert saved.status_code == 302
+    assert "Live again" in _text(admin_client.get(f"/extensions/{live_app}")).split('id="ledger"')[1]
 
 
 def test_roll_back_to_an_older_version_from_the_page_keeps_records(api, admin_client, live_app):
