@@ -10,6 +10,7 @@ import json
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 
 from flask import current_app
@@ -73,7 +74,19 @@ def signed_headers(secret: str, event_id: str, body: bytes, now: float) -> dict[
             "X-Service-Signature": "v1=" + hmac_sha256_hex(secret, timestamp.encode() + b"." + body)}
 
 
-def _claim(event: WebhookEvent) -> WebhookAttempt | None:
+@dataclass(frozen=True)
+class Claim:
+    """One claimed attempt and what it needs, read before the claim commits (nothing reloads)."""
+
+    attempt_id: uuid.UUID
+    number: int
+    event_id: uuid.UUID
+    body: bytes
+    url: str
+    secret_encrypted: str
+
+
+def _claim(event: WebhookEvent, app: OpenApp) -> Claim | None:
     """Start the next attempt (compare-and-swap on `attempts`); None when it is not this job's.
 
     Not before the event's next attempt is due (RQ schedules in whole seconds, hence the slack),
@@ -83,70 +96,78 @@ def _claim(event: WebhookEvent) -> WebhookAttempt | None:
         event.status, event.finished_at = "failed", utcnow()
         db.session.commit()
         return None
-    number = event.attempts + 1
+    claim = Claim(attempt_id=uuid.uuid4(), number=event.attempts + 1, event_id=event.id,
+                  body=event.body.encode(), url=app.webhook_url, secret_encrypted=app.signing_secret_encrypted)
     claimed = db.session.execute(update(WebhookEvent).where(
         WebhookEvent.id == event.id, WebhookEvent.status == "pending",
         WebhookEvent.attempts == event.attempts,
         WebhookEvent.next_attempt_at <= utcnow() + SCHEDULE_SLACK).values(
-        attempts=number, next_attempt_at=utcnow() + _lease()))
+        attempts=claim.number, next_attempt_at=utcnow() + _lease()))
     if claimed.rowcount != 1:
         db.session.rollback()
         return None
-    attempt = WebhookAttempt(tenant_id=event.tenant_id, event_id=event.id, number=number,
-                             error=IN_FLIGHT)
-    db.session.add(attempt)
+    db.session.add(WebhookAttempt(id=claim.attempt_id, tenant_id=event.tenant_id, event_id=event.id,
+                                  number=claim.number, error=IN_FLIGHT))
     db.session.commit()
-    return attempt
+    return claim
 
 
-def _send(app: OpenApp, event: WebhookEvent) -> tuple[int | None, str | None]:
+def _send(claim: Claim) -> tuple[int | None, str | None]:
     """One HTTP attempt: (status code, None) or (None, failure reason)."""
-    body = event.body.encode()
-    headers = signed_headers(decrypt(app.signing_secret_encrypted), str(event.id), body, time.time())
+    headers = signed_headers(decrypt(claim.secret_encrypted), str(claim.event_id), claim.body, time.time())
     try:
-        answer = post(app.webhook_url, body, headers, timeout=ATTEMPT_SECONDS)
+        answer = post(claim.url, claim.body, headers, timeout=ATTEMPT_SECONDS)
     except (EgressRefused, EgressFailed) as failure:
         return None, failure.reason
     except Exception as error:  # the attempt must still be recorded, or the event would loop
-        log.error("webhook attempt of event %s failed inside: %s", event.id, type(error).__name__)
+        log.error("webhook attempt of event %s failed inside: %s", claim.event_id, type(error).__name__)
         return None, "internal_error"
     return answer.status, None
 
 
-def _finish(attempt: WebhookAttempt, status: int | None, error: str | None, elapsed: float) -> bool:
-    """Record the attempt's outcome and the event's new state; True when delivered."""
+def _finish(claim: Claim, status: int | None, error: str | None, elapsed: float) -> bool:
+    """Record the attempt's outcome and the event's new state (two UPDATEs); True when delivered.
+
+    A failed attempt changes only a pending event: one cancelled by a revocation while the
+    attempt was in flight stays cancelled. A delivery is recorded even then: it was sent.
+    """
     delivered = status is not None and 200 <= status < 300
-    attempt.status_code, attempt.error, attempt.duration_ms = status, error, int(elapsed * 1000)
-    event = db.session.get(WebhookEvent, attempt.event_id)
+    unsynced = {"synchronize_session": False}  # the rows are not reread in this session
+    db.session.execute(update(WebhookAttempt).where(WebhookAttempt.id == claim.attempt_id).values(
+        status_code=status, error=error, duration_ms=int(elapsed * 1000)), execution_options=unsynced)
+    event = update(WebhookEvent).where(WebhookEvent.id == claim.event_id)
     intervals = retry_intervals()
     if delivered:
-        event.status, event.finished_at = "delivered", utcnow()  # even if revoked meanwhile: it was sent
-    elif event.status != "pending":
-        pass  # cancelled by a revocation while the attempt was in flight
-    elif attempt.number > len(intervals):
-        event.status, event.finished_at = "failed", utcnow()
+        event = event.values(status="delivered", finished_at=utcnow())
+    elif claim.number > len(intervals):
+        event = event.where(WebhookEvent.status == "pending").values(status="failed", finished_at=utcnow())
     else:
-        event.next_attempt_at = utcnow() + timedelta(seconds=intervals[attempt.number - 1])
+        event = event.where(WebhookEvent.status == "pending").values(
+            next_attempt_at=utcnow() + timedelta(seconds=intervals[claim.number - 1]))
+    db.session.execute(event, execution_options=unsynced)
     db.session.commit()
     return delivered
 
 
 def deliver(event_id: str) -> str:
     """Make the next attempt of an event; raises AttemptFailed so RQ retries."""
-    event = db.session.get(WebhookEvent, uuid.UUID(event_id))
-    if event is None or event.status != "pending":
-        return event.status if event else "missing"
-    app = db.session.get(OpenApp, event.app_id)
-    attempt = _claim(event)
-    if attempt is None:
+    found = db.session.execute(select(WebhookEvent, OpenApp).join(OpenApp, OpenApp.id == WebhookEvent.app_id)
+                               .where(WebhookEvent.id == uuid.UUID(event_id))).one_or_none()
+    if found is None:
+        return "missing"
+    event, app = found
+    if event.status != "pending":
+        return event.status
+    claim = _claim(event, app)
+    if claim is None:
         return "not claimed"
     clock = time.monotonic()
-    status, error = _send(app, event)
-    if _finish(attempt, status, error, time.monotonic() - clock):
+    status, error = _send(claim)
+    if _finish(claim, status, error, time.monotonic() - clock):
         return "delivered"
-    if attempt.number > len(retry_intervals()):
+    if claim.number > len(retry_intervals()):
         return "failed"
-    raise AttemptFailed(f"attempt {attempt.number} of event {event_id}: {status or error}")
+    raise AttemptFailed(f"attempt {claim.number} of event {event_id}: {status or error}")
 
 
 def sweep() -> int:
