@@ -25,7 +25,7 @@ from core.config import PROJECT_ROOT
 from core.db import db
 from desk.models import Member, Tenant
 from desk.tenancy import add_member, create_tenant
-from jobs.queues import SCRIPTS
+from core.queue import SCRIPTS
 from tests.peers import HttpsReceiver
 
 PASSWORD = "correct-horse-battery"

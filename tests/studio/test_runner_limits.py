@@ -11,7 +11,7 @@ import pytest
 from rq.registry import StartedJobRegistry
 
 from core.redis import get_redis
-from jobs.queues import SCRIPTS, queue
+from core.queue import SCRIPTS, queue
 from studio.scripts import _tenant_slots
 from tests.conftest import login, seat
 from tests.studio.conftest import ConsoleApi, sample_definition

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from core.db import db
 from core.redis import get_redis
-from jobs.queues import SCRIPTS, queue
+from core.queue import SCRIPTS, queue
 from studio.models import StudioRecord
 from core.api import ApiError
 from core.config import PROJECT_ROOT
