@@ -5,15 +5,14 @@ import uuid
 
 from flask import Blueprint, request
 from redis.exceptions import RedisError
-from sqlalchemy import select
 
 from core.api import ApiError, ok
 from core.db import db
 from core.guards import parse_json_object, read_limited_body
 from core.web import answer_unreachable_stores
-from desk.channels import INBOUND_BODY_LIMIT, parse_inbound, store_inbound, verify_signature
+from desk.channels import (INBOUND_BODY_LIMIT, find_channel, parse_inbound, store_inbound,
+                           verify_signature)
 from desk.events import emit_message_received
-from desk.models import Channel, Tenant
 
 log = logging.getLogger(__name__)
 bp = Blueprint("desk_api", __name__, url_prefix="/api/channels")
@@ -23,8 +22,7 @@ answer_unreachable_stores(bp, "service_unavailable")  # a 503 the channel retrie
 @bp.post("/<uuid:channel_id>/messages")
 def inbound_message(channel_id: uuid.UUID):
     """Accept one signed customer message from a channel."""
-    channel = db.session.scalar(select(Channel).join(Tenant, Tenant.id == Channel.tenant_id).where(
-        Channel.id == channel_id, Channel.active.is_(True), Tenant.active.is_(True)))
+    channel = find_channel(channel_id)
     if channel is None:
         raise ApiError("not_found", 404)
     raw = read_limited_body(INBOUND_BODY_LIMIT)

@@ -7,7 +7,7 @@ import pytest
 from rq import Queue
 from sqlalchemy import func, select
 
-from core.crypto import hmac_sha256_hex
+from core.crypto import encrypt, hmac_sha256_hex
 from core.db import db
 from desk.channels import create_channel
 from desk.models import Channel, Conversation, Customer, Message
@@ -145,6 +145,34 @@ def test_next_message_continues_the_same_conversation_and_updates_contact(client
     assert first["conversation_id"] == second["conversation_id"]
     assert db.session.scalar(select(Customer.email)) == "wf@mail.example"
     assert _count(Customer) == 1
+
+
+def test_a_message_without_phone_or_email_keeps_the_stored_ones(client, channel):
+    send(client, channel, payload(phone="+86 13800000000", email="wf@mail.example"))
+    send(client, channel, payload(message_id="m-2", external_id="c-1"))
+    customer = db.session.scalar(select(Customer))
+    assert (customer.phone, customer.email) == ("+86 13800000000", "wf@mail.example")
+
+
+def test_a_message_with_the_same_contact_leaves_the_customer_unchanged(client, channel):
+    send(client, channel, payload())
+    before = db.session.scalar(select(Customer.updated_at))
+    send(client, channel, payload(message_id="m-2"))
+    db.session.expire_all()
+    assert db.session.scalar(select(Customer.updated_at)) == before
+    send(client, channel, payload(message_id="m-3", phone="+86 13800000000"))
+    db.session.expire_all()
+    assert db.session.scalar(select(Customer.updated_at)) > before
+
+
+def test_a_new_channel_secret_takes_effect_at_once(client, channel):
+    found, old_secret = channel
+    assert send(client, channel, payload()).status_code == 201  # the old secret is now cached
+    new_secret = "a-new-signing-secret"
+    found.secret_encrypted = encrypt(new_secret)
+    db.session.commit()
+    assert send(client, channel, payload(message_id="m-2")).status_code == 401
+    assert send(client, channel, payload(message_id="m-3"), secret=new_secret).status_code == 201
 
 
 def test_message_reopens_a_resolved_conversation(client, channel):
