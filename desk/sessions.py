@@ -9,7 +9,7 @@ from functools import wraps
 
 from flask import current_app, g, redirect, request, session, url_for
 from flask_login import current_user, login_user, logout_user
-from sqlalchemy import select
+from sqlalchemy import and_, bindparam, select
 
 from core.api import ApiError, wants_json
 from core.guards import SAFE_METHODS, require_same_origin
@@ -60,6 +60,14 @@ end
 redis.call('DEL', KEYS[1])
 return ended
 """
+# The session's user and their active seat in the selected tenant (None unless the tenant is
+# active), built once: every authenticated request runs it.
+_USER_AND_SEAT = (
+    select(User, Member, Tenant.active)
+    .outerjoin(Member, and_(Member.user_id == User.id, Member.tenant_id == bindparam("tenant_id"),
+                            Member.active.is_(True)))
+    .outerjoin(Tenant, Tenant.id == Member.tenant_id)
+    .where(User.id == bindparam("user_id")))
 _AUTH_KEYS = ("_user_id", "_fresh", "_id", "sid", "session_type", "tenant_id")
 
 
@@ -117,10 +125,26 @@ def _live_user(user_id: uuid.UUID) -> User | None:
     credential = run_script(_RESUME, [key], [str(user_id), idle])
     if credential is None:
         return None
-    user = db.session.get(User, user_id)
+    user = _load_user_and_seat(user_id, session.get("tenant_id"))
     if user is None or not hmac.compare_digest(credential.decode(), _credential(user)):
         get_redis().delete(key)  # opened with a password that has changed since
         return None
+    return user
+
+
+def _load_user_and_seat(user_id: uuid.UUID, tenant_id: str | None) -> User | None:
+    """The user, with their active seat in the selected tenant read by the same query.
+
+    The seat is kept for current_member() as long as the same tenant stays selected: one round
+    trip instead of two on every authenticated request.
+    """
+    if tenant_id is None:
+        return db.session.get(User, user_id)
+    row = db.session.execute(_USER_AND_SEAT, {"user_id": user_id, "tenant_id": uuid.UUID(tenant_id)}).first()
+    if row is None:
+        return None
+    user, member, tenant_active = row
+    g.selected_seat = (tenant_id, member if tenant_active else None)
     return user
 
 
@@ -167,7 +191,8 @@ def current_member() -> Member | None:
         g.current_member = None
         tenant_id = session.get("tenant_id")
         if current_user.is_authenticated and tenant_id:
-            g.current_member = db.session.scalar(
+            loaded_for, member = g.get("selected_seat", (None, None))
+            g.current_member = member if loaded_for == tenant_id else db.session.scalar(
                 select(Member).join(Tenant).where(
                     Member.user_id == current_user.id,
                     Member.tenant_id == uuid.UUID(tenant_id),

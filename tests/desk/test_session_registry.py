@@ -1,11 +1,13 @@
 """Server-side sessions: a copied cookie dies with its session (logout, password change,
-deactivation, idle timeout, absolute lifetime), and ending one session leaves the others."""
+deactivation, idle timeout, absolute lifetime), ending one session leaves the others, and the
+seat a session acts with is read on every request."""
 import json
 import time
 from datetime import timedelta
 
 import pytest
 
+from core.db import db
 from desk.handoff import issue_link_token
 from desk.sessions import ASSISTANT, IMPERSONATION
 from tests.conftest import PASSWORD, csrf_from, login, seat
@@ -188,4 +190,30 @@ def test_a_member_of_another_tenant_keeps_working_after_a_colleague_is_deactivat
     browser = app.test_client()
     login(browser, outsider.user.email)
     cli(app, "members", "deactivate", "--member", str(colleague.id), "--json")
+    assert browser.get("/workbench").status_code == 200
+
+
+def test_the_seat_is_read_on_every_request_so_a_changed_role_counts_at_once(admin_client, admin):
+    assert admin_client.get("/api/extensions").status_code == 200
+    admin.role = "agent"
+    db.session.commit()
+    assert admin_client.get("/api/extensions").get_json()["error"]["code"] == "forbidden"
+    assert admin_client.get("/workbench").status_code == 200
+
+
+def test_a_member_of_two_tenants_acts_with_the_seat_of_the_tenant_selected(app, tenant, other_tenant):
+    admin = seat(tenant, "admin")
+    seat(other_tenant, "agent", email=admin.user.email)
+    browser = app.test_client()
+    assert login(browser, admin.user.email).headers["Location"].startswith("/tenants/select")
+
+    def select(chosen) -> None:
+        token = csrf_from(browser.get("/tenants/select").get_data(as_text=True))
+        assert browser.post("/tenants/select", data={"tenant_id": str(chosen.id),
+                                                     "csrf_token": token}).status_code == 302
+
+    select(tenant)
+    assert browser.get("/api/extensions").status_code == 200
+    select(other_tenant)
+    assert browser.get("/api/extensions").status_code == 403
     assert browser.get("/workbench").status_code == 200
