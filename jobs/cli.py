@@ -12,7 +12,7 @@ from core.redis import get_redis
 from jobs import wiring
 from jobs.cron import TICK_SECONDS, tick
 from jobs.worker import AppWorker
-from studio.runner import sandbox
+from studio.scripting.runner import sandbox
 
 jobs_cli = AppGroup("jobs", help="Background processes.")
 RESULT_LINE = "Worker %s: result: %r"  # RQ 3.0 logs every job's return value at DEBUG

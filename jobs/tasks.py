@@ -9,7 +9,7 @@ from werkzeug.utils import import_string
 from desk import events
 from jobs import wiring
 from openapi import webhooks
-from studio.runner import sandbox
+from studio.scripting.runner import sandbox
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from desk.models import User
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS
 from studio.definition import definition_hash, validate_definition
 from studio.engine import run_rules
-from studio.scripts import run_code
+from studio.scripting.client import run_code
 from studio.models import StudioApp, StudioTenantUsage, StudioVersion
 
 

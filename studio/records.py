@@ -11,7 +11,7 @@ from core.redis import get_redis
 from studio.apps import get_version
 from studio.catalog import LIMITS
 from studio.engine import run_rules
-from studio.scripts import run_code, script_error
+from studio.scripting.client import run_code, script_error
 from studio.models import StudioApp, StudioRecord
 
 RESERVATION_SECONDS = 10  # longer than a script task (2 s) plus the write

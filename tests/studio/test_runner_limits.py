@@ -12,7 +12,7 @@ from rq.registry import StartedJobRegistry
 
 from core.redis import get_redis
 from core.queue import SCRIPTS, queue
-from studio.scripts import _tenant_slots
+from studio.scripting.client import _tenant_slots
 from tests.conftest import login, seat
 from tests.studio.conftest import ConsoleApi, sample_definition
 from tests.studio.test_scripts import JOIN, REGEX, _executions

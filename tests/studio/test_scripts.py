@@ -16,11 +16,11 @@ from core.queue import SCRIPTS, queue
 from studio.models import StudioRecord
 from core.api import ApiError
 from core.config import PROJECT_ROOT
-from studio import sandbox as sandbox_module
+from studio.scripting import sandbox as sandbox_module
 from studio.catalog import LIMITS
-from studio.runner import SANDBOX, Sandbox
-from studio.sandbox import NOBODY
-from studio.scripts import TASK_SECONDS, run_code
+from studio.scripting.runner import SANDBOX, Sandbox
+from studio.scripting.sandbox import NOBODY
+from studio.scripting.client import TASK_SECONDS, run_code
 from tests.conftest import LONG_WINDOW
 from tests.studio.conftest import ConsoleApi, sample_definition
 

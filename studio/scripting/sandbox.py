@@ -1,6 +1,6 @@
 """The script sandbox process: evaluates administrator JavaScript, never inside a web process.
 
-The runner starts this file as `python -I studio/sandbox.py <empty dir>` with an empty
+The runner starts this file as `python -I studio/scripting/sandbox.py <empty dir>` with an empty
 environment. It imports only the standard library and quickjs and nothing of the project; as root
 it then chroots into the empty directory and drops to `nobody`, so no project file, secret,
 database or Redis is reachable. It answers one JSON line on stdout for each JSON request line
