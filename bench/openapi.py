@@ -124,15 +124,39 @@ def _hold(redis_conn, key: str) -> list[bytes]:
 def _start_workers(env: dict, queue: Queue) -> tuple[list[subprocess.Popen], float]:
     """Start the `flask jobs worker` processes; returns them once all listen, and how long that took."""
     started = time.perf_counter()
+    logs = [tempfile.TemporaryFile() for _ in range(WORKERS)]
     workers = [subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "jobs", "worker"],
-                                cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-               for _ in range(WORKERS)]
+                                cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
+               for log in logs]
     pids = {worker.pid for worker in workers}
     while len([w for w in Worker.all(queue=queue) if w.pid in pids]) < WORKERS:
-        if any(worker.poll() is not None for worker in workers):
-            raise RuntimeError("a worker exited at start")
+        for worker, log in zip(workers, logs):
+            if worker.poll() is not None:
+                log.seek(0)
+                raise RuntimeError("a worker exited at start:\n" + log.read().decode(errors="replace")[-2000:])
         time.sleep(0.01)
     return workers, time.perf_counter() - started
+
+
+def _receiver(app) -> tuple[HttpsReceiver, dict]:
+    """The loopback HTTPS receiver and the egress knobs that let the app and its workers reach it."""
+    ca = trustme.CA()
+    receiver = HttpsReceiver(ca, names=("localhost",)).start()
+    bundle = tempfile.NamedTemporaryFile(suffix=".pem", delete=False).name
+    ca.cert_pem.write_to_path(bundle)
+    knobs = {"EGRESS_ALLOW_CIDRS": "127.0.0.0/8", "EGRESS_PORT": receiver.port, "EGRESS_CA_BUNDLE": bundle}
+    app.config.update(knobs)
+    return receiver, knobs
+
+
+def _record_events(app, token: str) -> None:
+    """Create EVENTS records through the API: each writes an event and queues its delivery."""
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    for n in range(EVENTS):
+        response = client.post("/api/v1/open/records", data=b'{"data": {"n": %d}}' % n,
+                               headers={**headers, "Idempotency-Key": str(uuid.uuid4())})
+        assert response.status_code == 201, response.get_json()
 
 
 def _deliveries(app) -> None:
@@ -140,29 +164,23 @@ def _deliveries(app) -> None:
 
     The records are created first and their delivery jobs held back while the workers start; the
     rate counts from releasing the jobs to the last delivery recorded. Worker start is timed apart
-    and printed with the rate it would leave if it were counted too.
+    and printed with the rate it would leave if it were counted too. The baseline is measured
+    before and after the deliveries, and their mean is used.
     """
-    ca = trustme.CA()
-    receiver = HttpsReceiver(ca, names=("localhost",)).start()
-    bundle = tempfile.NamedTemporaryFile(suffix=".pem", delete=False).name
-    ca.cert_pem.write_to_path(bundle)
-    knobs = {"EGRESS_ALLOW_CIDRS": "127.0.0.0/8", "EGRESS_PORT": receiver.port, "EGRESS_CA_BUNDLE": bundle}
-    app.config.update(knobs)
+    receiver, knobs = _receiver(app)
     url = receiver.url("localhost")
     with app.app_context():
-        tenant = create_tenant("Bench hooks")
-        made = create_app(tenant.id, None, "Hooks", ["app.records.write"], url)
+        made = create_app(create_tenant("Bench hooks").id, None, "Hooks", ["app.records.write"], url)
         db.session.commit()
-        app_id = made.app.id
-        body = b'{"id":"x"}'
-        baseline = rate(lambda: post(url, body, signed_headers(made.signing_secret, "x", body, time.time())))
-        queue = Queue(WEBHOOKS, connection=get_redis())
-    client = app.test_client()
-    headers = {"Authorization": f"Bearer {made.token}", "Content-Type": "application/json"}
-    for n in range(EVENTS):
-        response = client.post("/api/v1/open/records", data=b'{"data": {"n": %d}}' % n,
-                               headers={**headers, "Idempotency-Key": str(uuid.uuid4())})
-        assert response.status_code == 201, response.get_json()
+        app_id, secret, queue = made.app.id, made.signing_secret, Queue(WEBHOOKS, connection=get_redis())
+    body = b'{"id":"x"}'
+
+    def signed_post():
+        post(url, body, signed_headers(secret, "x", body, time.time()))
+
+    with app.app_context():
+        before = rate(signed_post)
+    _record_events(app, made.token)
     held = _hold(queue.connection, queue.key)
     env = {**os.environ, **{k: str(v) for k, v in knobs.items()},
            "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "REDIS_URL": app.config["REDIS_URL"],
@@ -174,19 +192,28 @@ def _deliveries(app) -> None:
         queue.connection.rpush(queue.key, *held)
         delivered = _wait_for_deliveries(app, app_id, receiver, received_before)
         elapsed = time.perf_counter() - released
+        received = len(receiver.received) - received_before
     finally:
         for worker in workers:
             worker.terminate()  # a warm shutdown: idle workers leave at once
         for worker in workers:
             worker.wait(timeout=60)
+    with app.app_context():
+        after = rate(signed_post)
     receiver.stop()
+    print(f"signed POSTs, one process           {(before + after) / 2:8.1f} req/s (baseline: {before:.1f} before"
+          f" the deliveries, {after:.1f} after)")
+    _print_deliveries((before + after) / 2, delivered, received, elapsed, start_seconds)
+
+
+def _print_deliveries(baseline: float, delivered: int, received: int, elapsed: float, start_seconds: float) -> None:
+    """The delivery rate with running workers, the rate counting their start, and the start's ceiling."""
     throughput = delivered / elapsed
     with_start = delivered / (start_seconds + elapsed)
     ceiling = EVENTS / start_seconds  # even if deliveries took no time at all
-    print(f"signed POSTs, one process           {baseline:8.1f} req/s (baseline)")
     print(f"deliveries, {WORKERS} workers running      {throughput:8.1f} events/s   ratio {throughput / baseline:6.3f}"
           f" (target >= 0.4) {verdict(throughput / baseline >= 0.4)}"
-          f"   ({delivered}/{EVENTS} delivered, {len(receiver.received) - received_before} received)")
+          f"   ({delivered}/{EVENTS} delivered, {received} received)")
     print(f"the same, counting worker start     {with_start:8.1f} events/s   ratio {with_start / baseline:6.3f}"
           f" (target >= 0.4) {verdict(with_start / baseline >= 0.4)}")
     print(f"  {WORKERS} workers start in {start_seconds:.2f} s: counted, it caps {EVENTS} events at "
