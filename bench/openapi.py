@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import trustme
 from rq import Queue, Worker
@@ -138,6 +139,15 @@ def _start_workers(env: dict, queue: Queue) -> tuple[list[subprocess.Popen], flo
     return workers, time.perf_counter() - started
 
 
+def _cpu_seconds(processes: list[subprocess.Popen]) -> float:
+    """User and system CPU time the running processes have used so far (Linux /proc)."""
+    ticks = 0
+    for process in processes:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _receiver(app) -> tuple[HttpsReceiver, dict]:
     """The loopback HTTPS receiver and the egress knobs that let the app and its workers reach it."""
     ca = trustme.CA()
@@ -188,10 +198,11 @@ def _deliveries(app) -> None:
     received_before = len(receiver.received)
     workers, start_seconds = _start_workers(env, queue)
     try:
-        released = time.perf_counter()
+        released, cpu = time.perf_counter(), (_cpu_seconds(workers), time.process_time())
         queue.connection.rpush(queue.key, *held)
         delivered = _wait_for_deliveries(app, app_id, receiver, received_before)
         elapsed = time.perf_counter() - released
+        delivery_cpu = (_cpu_seconds(workers) - cpu[0], time.process_time() - cpu[1])
         received = len(receiver.received) - received_before
     finally:
         for worker in workers:
@@ -204,6 +215,7 @@ def _deliveries(app) -> None:
     print(f"signed POSTs, one process           {(before + after) / 2:8.1f} req/s (baseline: {before:.1f} before"
           f" the deliveries, {after:.1f} after)")
     _print_deliveries((before + after) / 2, delivered, received, elapsed, start_seconds)
+    _print_delivery_cpu((before + after) / 2, *delivery_cpu)
 
 
 def _print_deliveries(baseline: float, delivered: int, received: int, elapsed: float, start_seconds: float) -> None:
@@ -218,6 +230,16 @@ def _print_deliveries(baseline: float, delivered: int, received: int, elapsed: f
           f" (target >= 0.4) {verdict(with_start / baseline >= 0.4)}")
     print(f"  {WORKERS} workers start in {start_seconds:.2f} s: counted, it caps {EVENTS} events at "
           f"{ceiling:.1f} events/s, ratio {ceiling / baseline:.3f}, with deliveries free")
+
+
+def _print_delivery_cpu(baseline: float, workers_seconds: float, here_seconds: float) -> None:
+    """What the deliveries cost in CPU, and the rate that cost allows on this machine's idle cores."""
+    per_delivery = (workers_seconds + here_seconds) / EVENTS
+    cores = os.cpu_count()
+    workers_ms, here_ms = workers_seconds / EVENTS * 1000, here_seconds / EVENTS * 1000
+    print(f"  CPU per delivery: {workers_ms:.1f} ms in the workers + {here_ms:.1f} ms in this process (receiver):"
+          f" on {cores} idle cores at most {cores / per_delivery:.0f} events/s, ratio {cores / per_delivery / baseline:.2f};"
+          " other load on the machine (and Redis, PostgreSQL) lowers it")
 
 
 def _wait_for_deliveries(app, app_id, receiver, received_before: int) -> int:
