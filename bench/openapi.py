@@ -234,11 +234,11 @@ def _print_deliveries(baseline: float, delivered: int, received: int, elapsed: f
 
 def _print_delivery_cpu(baseline: float, workers_seconds: float, here_seconds: float) -> None:
     """What the deliveries cost in CPU, and the rate that cost allows on this machine's idle cores."""
-    per_delivery = (workers_seconds + here_seconds) / EVENTS
     cores = os.cpu_count()
+    most = cores * EVENTS / (workers_seconds + here_seconds)
     workers_ms, here_ms = workers_seconds / EVENTS * 1000, here_seconds / EVENTS * 1000
     print(f"  CPU per delivery: {workers_ms:.1f} ms in the workers + {here_ms:.1f} ms in this process (receiver):"
-          f" on {cores} idle cores at most {cores / per_delivery:.0f} events/s, ratio {cores / per_delivery / baseline:.2f};"
+          f" on {cores} idle cores at most {most:.0f} events/s, ratio {most / baseline:.2f};"
           " other load on the machine (and Redis, PostgreSQL) lowers it")
 
 
