@@ -5,6 +5,7 @@ import re
 import statistics
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from cryptography.fernet import Fernet
@@ -43,6 +44,20 @@ def rate(action, seconds: float = 3.0, rounds: int = 3) -> float:
     return statistics.median(results)
 
 
+def rates(actions: dict, seconds: float = 4.0, rounds: int = 8) -> dict:
+    """Median calls per second of each action, timed in alternating rounds so that the machine's
+    drift during the run affects them alike (the difference between two is then meaningful)."""
+    samples = {name: [] for name in actions}
+    for _ in range(rounds):
+        for name, action in actions.items():
+            count, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds / rounds / len(actions):
+                action()
+                count += 1
+            samples[name].append(count / (time.perf_counter() - start))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def median_seconds(action, rounds: int = 15) -> float:
     """Median wall time of `action`."""
     samples = []
@@ -53,23 +68,61 @@ def median_seconds(action, rounds: int = 15) -> float:
     return statistics.median(samples)
 
 
-def durable_write_seconds(app) -> float:
-    """Median time of the smallest durable write on the bench database: one INSERT and its COMMIT.
+SCRATCH = Table("bench_durable_write", MetaData(), Column("id", Integer, primary_key=True))
+
+
+@contextmanager
+def scratch_table(app):
+    """The bench's own table `bench_durable_write` for the duration of the block."""
+    with app.app_context():
+        SCRATCH.create(db.engine, checkfirst=True)
+    try:
+        yield SCRATCH
+    finally:
+        with app.app_context():
+            SCRATCH.drop(db.engine)
+
+
+@contextmanager
+def durable_write(app):
+    """The smallest durable write on the bench database, as an action to time: one INSERT and its
+    COMMIT on a connection of its own (no app context stays pushed, so requests run as usual).
 
     It bounds every write endpoint from below: no request that saves something can take less than
     this plus the WSGI stack's own cost.
     """
-    scratch = Table("bench_durable_write", MetaData(), Column("id", Integer, primary_key=True))
     with app.app_context():
-        scratch.create(db.engine)
-        try:
-            with db.engine.connect() as conn:
-                def write():
-                    conn.execute(scratch.insert())
-                    conn.commit()
-                return median_seconds(write, rounds=300)
-        finally:
-            scratch.drop(db.engine)
+        engine = db.engine
+    with scratch_table(app), engine.connect() as conn:
+        def write():
+            conn.execute(SCRATCH.insert())
+            conn.commit()
+        yield write
+
+
+def durable_write_seconds(app) -> float:
+    """Median time of one INSERT and its COMMIT on the bench database (see durable_write)."""
+    with durable_write(app) as write:
+        return median_seconds(write, rounds=300)
+
+
+def add_stores_route(app, path: str, work) -> None:
+    """A GET route of this bench process alone that runs `work()` and answers 204: the cost of
+    the given store round trips inside a request, with none of the application's code.
+
+    Call it before the app serves its first request.
+    """
+    def stores_only():
+        work()
+        return "", 204
+    app.add_url_rule(path, endpoint=path, view_func=stores_only)
+
+
+def target(ratio: float, at_least: float | None = None, at_most: float | None = None) -> str:
+    """What is printed beside a ratio with a target: the target and whether this run met it."""
+    if at_least is not None:
+        return f"(target >= {at_least}) target {'met' if ratio >= at_least else 'missed'}"
+    return f"(target <= {at_most}) target {'met' if ratio <= at_most else 'missed'}"
 
 
 def print_write_budget(healthz_rate: float, target: float, write_seconds: float) -> None:
