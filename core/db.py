@@ -8,7 +8,7 @@ from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, TypeDecorator, Uuid
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, registry
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, registry
 
 
 NAMING_CONVENTION = {
@@ -91,13 +91,35 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
         cursor.close()
 
 
+WROTE = "wrote"  # Session.info flag: this transaction has written (flushed or executed DML)
+
+
+@event.listens_for(Session, "after_flush")
+def _flushed(session, flush_context):
+    session.info[WROTE] = True
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _executed(state):
+    if not state.is_select:
+        state.session.info[WROTE] = True
+
+
+@event.listens_for(Session, "after_commit")
+@event.listens_for(Session, "after_rollback")
+def _ended(session):
+    session.info.pop(WROTE, None)
+
+
 def end_reads() -> None:
     """End a transaction that has only read, before waiting on something slow (the script
     runner, a model, an outside server): its pooled connection goes back to the pool and no lock
-    is held. Loaded objects are expired and reload on their next use."""
-    if db.session.new or db.session.dirty or db.session.deleted:
-        raise RuntimeError("end_reads() with unflushed changes: write after waiting, not before")
-    db.session.rollback()
+    is held. Loaded objects are expired and reload on their next use. A transaction that has
+    written is refused, never rolled back: write after waiting, or commit before."""
+    session = db.session
+    if session.new or session.dirty or session.deleted or session.info.get(WROTE):
+        raise RuntimeError("end_reads() after a write: write after waiting, or commit before")
+    session.rollback()
 
 
 @cache
