@@ -125,14 +125,6 @@ def target(ratio: float, at_least: float | None = None, at_most: float | None = 
     return f"(target <= {at_most}) target {'met' if ratio <= at_most else 'missed'}"
 
 
-def print_write_budget(healthz_rate: float, target: float, write_seconds: float) -> None:
-    """Show what a write target against /healthz leaves per request next to the durable-write floor."""
-    budget = 1 / (target * healthz_rate)
-    print(f"time per request the target allows (1 / ({target} x healthz))  {budget * 1000:7.3f} ms")
-    print(f"one INSERT + COMMIT on this database (floor of any write)   {write_seconds * 1000:7.3f} ms"
-          f"   ({write_seconds / budget:.0%} of that time)")
-
-
 def logged_in(app, email: str, password: str):
     """A test client logged in through the real form."""
     client = app.test_client()

@@ -61,17 +61,22 @@ def members_add(tenant_id, email, password, role, display_name, as_json):
           f"member {member.id} added")
 
 
+def _on_member(member_id, action):
+    """Apply `action` to the member in one transaction; the member (a CLI failure if unknown)."""
+    def run():
+        member = get_member(member_id)
+        action(member)
+        return member
+    return commit_or_fail(run)
+
+
 @members_cli.command("set-password")
 @click.option("--member", "member_id", type=click.UUID, required=True)
 @click.option("--password", required=True)
 @click.option("--json", "as_json", is_flag=True)
 def members_set_password(member_id, password, as_json):
     """Set the member's user's password (every tenant they belong to) and end all their sessions."""
-    def change():
-        member = get_member(member_id)
-        set_password(member.user, password)
-        return member
-    member = commit_or_fail(change)
+    member = _on_member(member_id, lambda found: set_password(found.user, password))
     emit({"member_id": str(member.id), "user_id": str(member.user_id)}, as_json,
          f"password of user {member.user_id} set; their sessions have ended")
 
@@ -81,11 +86,7 @@ def members_set_password(member_id, password, as_json):
 @click.option("--json", "as_json", is_flag=True)
 def members_deactivate(member_id, as_json):
     """Deactivate a member's seat and end all of that user's sessions."""
-    def deactivate():
-        member = get_member(member_id)
-        deactivate_member(member)
-        return member
-    member = commit_or_fail(deactivate)
+    member = _on_member(member_id, deactivate_member)
     emit({"member_id": str(member.id), "user_id": str(member.user_id), "active": member.active},
          as_json, f"member {member.id} deactivated; their sessions have ended")
 
