@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 from functools import cache
 
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, TypeDecorator, Uuid, event
+from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, Row, TypeDecorator, Uuid, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine
@@ -124,16 +124,21 @@ def end_reads() -> None:
 
 @cache
 def _insert_unless_present(model, unique: tuple[str, ...], dialect: str):
-    """INSERT … ON CONFLICT (unique) DO NOTHING RETURNING the row, built once per model."""
+    """INSERT … ON CONFLICT (unique) DO NOTHING RETURNING the row's columns, built once per model.
+
+    A Core statement on the model's table: the ORM's bulk-insert path that would return an
+    object costs a seventh of an inbound message's Python work (docs/benchmarks.md)."""
     dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    return dialect_insert(model).on_conflict_do_nothing(index_elements=unique).returning(model)
+    table = model.__table__
+    return dialect_insert(table).on_conflict_do_nothing(index_elements=unique).returning(*table.c)
 
 
-def insert_unless_present(model, unique: tuple[str, ...], values: dict):
-    """Insert one row unless a row with the same `unique` values exists; the new object, else None.
+def insert_unless_present(model, unique: tuple[str, ...], values: dict) -> Row | None:
+    """Insert one row unless a row with the same `unique` values exists; the new row, else None.
 
     One statement on PostgreSQL and SQLite: a duplicate neither raises nor spoils the transaction,
     so no savepoint is needed. A concurrent twin's insert waits for this one's transaction to end.
+    The row is read-only, its columns as attributes; load the object when it must change.
     """
     statement = _insert_unless_present(model, unique, db.session.get_bind().dialect.name)
-    return db.session.scalars(statement, [values]).first()
+    return db.session.execute(statement, values).first()

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import Row, select, update
 from sqlalchemy.sql import Update
 
 from core.api import ApiError
@@ -40,10 +40,11 @@ class CreateOnce:
     key: tuple[str, ...]
     digest_column: str | None = None
 
-    def _find(self, values: dict):
-        """The row already saved under the key in `values`, if any."""
-        return db.session.scalar(select(self.model).where(
-            *(getattr(self.model, column) == values[column] for column in self.key)))
+    def _find(self, values: dict) -> Row | None:
+        """The row already saved under the key in `values`, if any (its columns, as inserted)."""
+        table = self.model.__table__
+        return db.session.execute(select(*table.c).where(
+            *(table.c[column] == values[column] for column in self.key))).first()
 
     def _replay(self, row, request_digest: str | None):
         """The original row for the same request; 409 idempotency_conflict for another one."""

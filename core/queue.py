@@ -1,5 +1,6 @@
 """Queue names in one place and the one way to enqueue a job (below every feature package)."""
 from rq import Queue, Retry
+from rq.job import Job
 
 from core.redis import get_redis
 
@@ -9,6 +10,7 @@ WEBHOOKS = "webhooks"
 SCRIPTS = "scripts"
 WORKER_QUEUES = (EVENTS, WEBHOOKS, DEFAULT)
 RUNNER_QUEUES = (SCRIPTS,)
+_PENDING = (b"queued", b"scheduled", b"deferred", b"started")  # a job in these states is not queued again
 
 
 def queue(name: str) -> Queue:
@@ -27,9 +29,7 @@ def enqueue(func: str, *args, queue_name: str = DEFAULT, job_id: str | None = No
     Call it only after the transaction that wrote the rows has committed.
     """
     q = queue(queue_name)
-    if job_id is not None:
-        existing = q.fetch_job(job_id)
-        if existing is not None and existing.get_status(refresh=True) in ("queued", "scheduled", "deferred", "started"):
-            return existing
+    if job_id is not None and q.connection.hget(Job.key_for(job_id), "status") in _PENDING:
+        return q.fetch_job(job_id)  # one round trip to find a twin, the rest only when there is one
     return q.enqueue(func, args=args, kwargs=kwargs, job_id=job_id, retry=retry, job_timeout=job_timeout,
                      ttl=ttl, result_ttl=result_ttl, failure_ttl=failure_ttl, description=func)

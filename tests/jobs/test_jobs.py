@@ -80,6 +80,19 @@ def test_the_same_event_queued_twice_runs_once(app, redis_conn, subscribed):
     assert redis_conn.llen(SEEN) == 1
 
 
+def test_a_job_id_collapses_only_a_pending_twin_and_a_finished_one_is_queued_again(app, redis_conn):
+    first = enqueue("jobs.tasks.notify_subscriber", "message_received", RECORD_EVENT, queue_name=EVENTS,
+                    job_id="collapse-test", tenant_id="t-1", conversation_id="c-1", message_id="m-1")
+    twin = enqueue("jobs.tasks.notify_subscriber", "message_received", RECORD_EVENT, queue_name=EVENTS,
+                   job_id="collapse-test", tenant_id="t-1", conversation_id="c-1", message_id="m-1")
+    assert twin.id == first.id and Queue(EVENTS, connection=redis_conn).count == 1
+    work(app, redis_conn, EVENTS)
+    assert first.get_status(refresh=True) == "finished"
+    enqueue("jobs.tasks.notify_subscriber", "message_received", RECORD_EVENT, queue_name=EVENTS,
+            job_id="collapse-test", tenant_id="t-1", conversation_id="c-1", message_id="m-1")
+    assert Queue(EVENTS, connection=redis_conn).job_ids == ["collapse-test"]
+
+
 def test_an_event_without_subscribers_completes(app, redis_conn):
     job = events.emit_message_received("t-1", "c-1", "m-2")
     work(app, redis_conn, EVENTS)
