@@ -52,14 +52,20 @@ GROUPABLE_TYPES = ("text", "select", "date", "checkbox")
 CAMPAIGN_TEXT_TYPES = ("text", "textarea", "select")
 ACTION_CAPABILITIES = {"http": "http.request", "campaign": "message.broadcast"}
 CAMPAIGN_PROPERTIES = ("name_field", "content_field", "audience_tag_field")
+AUDIENCE_TAG_TYPES = ("text", "select")
+SCHEMA_VERSIONS = (1,)
+PAGE_COLUMNS = (1, 2)
+TRIGGERS = ("form.submitted",)
+CHART_TYPES = ("bar", "line")
+CHART_METRICS = ("count", "sum", "average")
+CODE_LANGUAGES = ("javascript",)
 
 
 def validate_definition(raw: object) -> dict:
     """The normalized definition, or ApiError naming the JSON path of the first problem."""
-    obj = _object(raw, "", ("schema_version", "name", "description", "page", "fields", "table_columns",
-                            "workflow"), tuple(_SECTIONS))
+    obj = _object(raw, "", *SHAPES["definition"])
     definition = {
-        "schema_version": _choice(obj["schema_version"], "schema_version", (1,)),
+        "schema_version": _choice(obj["schema_version"], "schema_version", SCHEMA_VERSIONS),
         "name": _text(obj["name"], "name", LIMITS["name_chars"]),
         "description": _text(obj["description"], "description", LIMITS["description_chars"], multiline=True),
         "page": _page(obj["page"], "page"),
@@ -226,11 +232,11 @@ def _distinct_strings(values: list, path: str) -> None:
 
 def _page(value: object, path: str) -> dict:
     """The page title, description, column count and submit label."""
-    obj = _object(value, path, ("title", "description", "columns", "submit_label"))
+    obj = _object(value, path, *SHAPES["page"])
     return {"title": _text(obj["title"], _at(path, "title"), LIMITS["page_title_chars"]),
             "description": _text(obj["description"], _at(path, "description"), LIMITS["description_chars"],
                                  multiline=True),
-            "columns": _choice(obj["columns"], _at(path, "columns"), (1, 2)),
+            "columns": _choice(obj["columns"], _at(path, "columns"), PAGE_COLUMNS),
             "submit_label": _text(obj["submit_label"], _at(path, "submit_label"), LIMITS["submit_label_chars"])}
 
 
@@ -244,7 +250,7 @@ def _fields(value: object, path: str) -> list[dict]:
 
 def _field(value: object, path: str) -> dict:
     """One field; only a select carries (and must carry) options."""
-    obj = _object(value, path, ("key", "label", "type", "required"), ("options",))
+    obj = _object(value, path, *SHAPES["field"])
     key = _key(obj["key"], _at(path, "key"))
     if key in RESERVED_KEYS:
         _fail(_at(path, "key"))
@@ -280,8 +286,8 @@ def _table_columns(value: object, path: str, fields: dict) -> list[str]:
 
 def _workflow(value: object, path: str, fields: dict) -> dict:
     """The fixed submit trigger and 0 to 8 rules."""
-    obj = _object(value, path, ("trigger", "rules"))
-    trigger = _choice(obj["trigger"], _at(path, "trigger"), ("form.submitted",))
+    obj = _object(value, path, *SHAPES["workflow"])
+    trigger = _choice(obj["trigger"], _at(path, "trigger"), TRIGGERS)
     rules_path = _at(path, "rules")
     items = _array(obj["rules"], rules_path, 0, LIMITS["rules"])
     return {"trigger": trigger,
@@ -290,7 +296,7 @@ def _workflow(value: object, path: str, fields: dict) -> dict:
 
 def _rule(value: object, path: str, fields: dict) -> dict:
     """One if-then rule: a condition on one field, a constant for another."""
-    obj = _object(value, path, ("name", "when", "then"))
+    obj = _object(value, path, *SHAPES["rule"])
     return {"name": _text(obj["name"], _at(path, "name"), LIMITS["rule_name_chars"]),
             "when": _when(obj["when"], _at(path, "when"), fields),
             "then": _then(obj["then"], _at(path, "then"), fields)}
@@ -298,7 +304,7 @@ def _rule(value: object, path: str, fields: dict) -> dict:
 
 def _when(value: object, path: str, fields: dict) -> dict:
     """A condition whose operator suits its field's type and whose value is of that type."""
-    obj = _object(value, path, ("field", "operator", "value"))
+    obj = _object(value, path, *SHAPES["when"])
     field = fields[_field_ref(obj["field"], _at(path, "field"), fields)]
     operator = _choice(obj["operator"], _at(path, "operator"), tuple(OPERATORS))
     if field["type"] not in OPERATORS[operator]:
@@ -309,7 +315,7 @@ def _when(value: object, path: str, fields: dict) -> dict:
 
 def _then(value: object, path: str, fields: dict) -> dict:
     """An assignment of a constant of the target field's type."""
-    obj = _object(value, path, ("field", "value"))
+    obj = _object(value, path, *SHAPES["then"])
     field = fields[_field_ref(obj["field"], _at(path, "field"), fields)]
     return {"field": field["key"], "value": _constant(obj["value"], _at(path, "value"), field)}
 
@@ -349,13 +355,13 @@ def _charts(value: object, path: str, fields: dict) -> list[dict]:
 
 def _chart(value: object, path: str, fields: dict) -> dict:
     """A bar or date line chart: count, or sum/average of a number field."""
-    obj = _object(value, path, ("key", "title", "type", "group_by", "metric"), ("value_field",))
+    obj = _object(value, path, *SHAPES["chart"])
     chart = {"key": _key(obj["key"], _at(path, "key")),
              "title": _text(obj["title"], _at(path, "title"), LIMITS["chart_title_chars"]),
-             "type": _choice(obj["type"], _at(path, "type"), ("bar", "line"))}
+             "type": _choice(obj["type"], _at(path, "type"), CHART_TYPES)}
     group_types = ("date",) if chart["type"] == "line" else GROUPABLE_TYPES
     chart["group_by"] = _field_ref(obj["group_by"], _at(path, "group_by"), fields, group_types)
-    chart["metric"] = _choice(obj["metric"], _at(path, "metric"), ("count", "sum", "average"))
+    chart["metric"] = _choice(obj["metric"], _at(path, "metric"), CHART_METRICS)
     value_path = _at(path, "value_field")
     if chart["metric"] == "count":
         if "value_field" in obj:
@@ -369,13 +375,13 @@ def _chart(value: object, path: str, fields: dict) -> dict:
 
 def _code(value: object, path: str, fields: dict) -> dict:
     """A JavaScript function body; checked for shape only, never trimmed."""
-    obj = _object(value, path, ("language", "source"))
-    return {"language": _choice(obj["language"], _at(path, "language"), ("javascript",)),
+    obj = _object(value, path, *SHAPES["code"])
+    return {"language": _choice(obj["language"], _at(path, "language"), CODE_LANGUAGES),
             "source": _raw_text(obj["source"], _at(path, "source"), LIMITS["script_source_chars"],
                                 multiline=True)}
 
 
-_WORKBENCH_CHOICES = {
+WORKBENCH_CHOICES = {
     "theme": ("blue", "emerald", "violet"),
     "density": ("comfortable", "compact"),
     "list_width": (260, 320, 380),
@@ -386,13 +392,13 @@ _WORKBENCH_CHOICES = {
 
 def _workbench(value: object, path: str, fields: dict) -> dict:
     """Workbench style settings; each optional, but at least one."""
-    obj = _object(value, path, (), ("title", *_WORKBENCH_CHOICES))
+    obj = _object(value, path, *SHAPES["workbench"])
     if not obj:
         _fail(path)
     settings = {}
     if "title" in obj:
         settings["title"] = _text(obj["title"], _at(path, "title"), LIMITS["workbench_title_chars"])
-    for name, choices in _WORKBENCH_CHOICES.items():
+    for name, choices in WORKBENCH_CHOICES.items():
         if name in obj:
             settings[name] = _choice(obj[name], _at(path, name), choices)
     return settings
@@ -400,7 +406,7 @@ def _workbench(value: object, path: str, fields: dict) -> dict:
 
 def _intent(value: object, path: str, fields: dict) -> dict:
     """1 to 10 unique classification labels, none containing the reserved 'cannot tell' label."""
-    obj = _object(value, path, ("labels",))
+    obj = _object(value, path, *SHAPES["intent"])
     labels_path = _at(path, "labels")
     items = _array(obj["labels"], labels_path, 1, LIMITS["intent_labels"])
     labels = [_text(item, _item(labels_path, index), LIMITS["intent_label_chars"])
@@ -422,7 +428,7 @@ def _actions(value: object, path: str, fields: dict) -> list[dict]:
 
 def _action(value: object, path: str, fields: dict) -> dict:
     """An http action (chosen fields) or a campaign draft action (name, content, audience tag)."""
-    obj = _object(value, path, ("key", "title", "kind"), ("fields", *CAMPAIGN_PROPERTIES))
+    obj = _object(value, path, *SHAPES["action"])
     action = {"key": _key(obj["key"], _at(path, "key")),
               "title": _text(obj["title"], _at(path, "title"), LIMITS["action_title_chars"]),
               "kind": _choice(obj["kind"], _at(path, "kind"), tuple(ACTION_CAPABILITIES))}
@@ -456,10 +462,28 @@ def _campaign_action(obj: dict, path: str, fields: dict) -> dict:
         part[name] = _field_ref(obj[name], _at(path, name), fields, CAMPAIGN_TEXT_TYPES)
     if "audience_tag_field" in obj:
         part["audience_tag_field"] = _field_ref(obj["audience_tag_field"], _at(path, "audience_tag_field"),
-                                                fields, ("text", "select"))
+                                                fields, AUDIENCE_TAG_TYPES)
     return part
 
 
 # Optional sections in spec order: name -> check(value, path, fields by key).
 _SECTIONS = {"charts": _charts, "code": _code, "workbench": _workbench, "intent": _intent,
              "actions": _actions}
+
+# Every object of a definition: (required properties in spec order, optional properties). The
+# validator checks objects against it and studio/schema.py builds the model's JSON schema from it.
+SHAPES = {
+    "definition": (("schema_version", "name", "description", "page", "fields", "table_columns", "workflow"),
+                   tuple(_SECTIONS)),
+    "page": (("title", "description", "columns", "submit_label"), ()),
+    "field": (("key", "label", "type", "required"), ("options",)),
+    "workflow": (("trigger", "rules"), ()),
+    "rule": (("name", "when", "then"), ()),
+    "when": (("field", "operator", "value"), ()),
+    "then": (("field", "value"), ()),
+    "chart": (("key", "title", "type", "group_by", "metric"), ("value_field",)),
+    "code": (("language", "source"), ()),
+    "workbench": ((), ("title", *WORKBENCH_CHOICES)),
+    "intent": (("labels",), ()),
+    "action": (("key", "title", "kind"), ("fields", *CAMPAIGN_PROPERTIES)),
+}
