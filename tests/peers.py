@@ -1,5 +1,7 @@
-"""Real HTTP peers on loopback for the tests: an HTTPS receiver with a trustme CA."""
+"""Real HTTP peers on loopback for the tests: an HTTPS receiver with a trustme CA and an
+OpenAI-compatible model server."""
 import http.server
+import json
 import ssl
 import threading
 import time
@@ -94,5 +96,153 @@ class HttpsReceiver:
         return f"https://{name}:{self.port}{path}"
 
     def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+COMPLETIONS_PATH = "/v1/chat/completions"
+DEFAULT_CONTENT = {"answer": "default"}  # what the model server says when nothing is scripted
+FORMAT_REFUSAL = {"error": {"message": "response_format json_schema not supported"}}
+
+
+@dataclass
+class ModelRequest:
+    """One request as the model server saw it: its JSON body parsed (None when it was not JSON)."""
+
+    path: str
+    headers: dict
+    body: dict | None
+
+
+@dataclass
+class ModelReply:
+    """One scripted answer: status, raw body, extra headers and seconds to wait before answering."""
+
+    status: int
+    body: bytes
+    headers: dict = field(default_factory=dict)
+    delay: float = 0.0
+
+
+def completion(content: str, input_tokens: int = 12, output_tokens: int = 8) -> dict:
+    """A chat completion document whose assistant message is `content`, with that usage."""
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+        "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                  "total_tokens": input_tokens + output_tokens},
+    }
+
+
+def _json_bytes(document) -> bytes:
+    """A JSON document as the body of an answer."""
+    return json.dumps(document).encode()
+
+
+def _parsed(raw: bytes) -> dict | None:
+    """A request body as JSON, None when it is not a JSON object."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _asks_json_schema(body: dict | None) -> bool:
+    """Whether a request asks for the json_schema response format."""
+    response_format = (body or {}).get("response_format")
+    return isinstance(response_format, dict) and response_format.get("type") == "json_schema"
+
+
+@dataclass
+class ModelServer:
+    """A threaded OpenAI-compatible server on plain HTTP loopback: `POST /v1/chat/completions`.
+
+    It records every request in `received` and answers from the scripted queue `answers`, first
+    in first out, then with DEFAULT_CONTENT. With `refuses_json_schema`, a request asking for the
+    json_schema response format gets 400 FORMAT_REFUSAL (without using the queue), as servers
+    that support only json_object do. Other paths are 404.
+    """
+
+    received: list[ModelRequest] = field(default_factory=list)
+    answers: list[ModelReply] = field(default_factory=list)
+    refuses_json_schema: bool = False
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def answer_json(self, content: dict, input_tokens: int = 12, output_tokens: int = 8,
+                    delay: float = 0.0) -> None:
+        """Script an answer whose message content is `json.dumps(content)`."""
+        self.answer_content(json.dumps(content), input_tokens, output_tokens, delay)
+
+    def answer_content(self, text: str, input_tokens: int = 12, output_tokens: int = 8,
+                       delay: float = 0.0) -> None:
+        """Script an answer whose message content is `text` as is (invalid JSON, fenced, ...)."""
+        self.answer_body(completion(text, input_tokens, output_tokens), delay=delay)
+
+    def answer_body(self, body: bytes | dict | list, status: int = 200, headers: dict | None = None,
+                    delay: float = 0.0) -> None:
+        """Script a whole answer: a JSON document (dict or list) or raw bytes as the body."""
+        raw = body if isinstance(body, bytes) else _json_bytes(body)
+        self.answers.append(ModelReply(status, raw, headers or {}, delay))
+
+    def answer_status(self, status: int, body: dict | None = None, headers: dict | None = None,
+                      delay: float = 0.0) -> None:
+        """Script an error answer: `status` with `body` (default an OpenAI-style error)."""
+        error = body if body is not None else {"error": {"message": f"scripted HTTP {status}"}}
+        self.answer_body(error, status, headers, delay)
+
+    def _reply_to(self, path: str, body: dict | None) -> ModelReply:
+        """The answer a request gets."""
+        if path != COMPLETIONS_PATH:
+            return ModelReply(404, _json_bytes({"error": {"message": "not found"}}))
+        if self.refuses_json_schema and _asks_json_schema(body):
+            return ModelReply(400, _json_bytes(FORMAT_REFUSAL))
+        if self.answers:
+            return self.answers.pop(0)
+        return ModelReply(200, _json_bytes(completion(json.dumps(DEFAULT_CONTENT))))
+
+    def start(self) -> "ModelServer":
+        """Listen on a free loopback port."""
+        peer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                body = _parsed(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                peer.received.append(ModelRequest(self.path, dict(self.headers), body))
+                reply = peer._reply_to(self.path, body)
+                if reply.delay and peer.stopping.wait(reply.delay):
+                    return  # the server stops: nobody waits for this answer any more
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                except OSError:
+                    pass  # the client hung up (it timed out, or read only as much as it wanted)
+
+            def log_message(self, *args):
+                """Quiet."""
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        # A short poll interval: stop() waits for the next poll, and every test stops its server.
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                                       daemon=True)
+        self.thread.start()
+        return self
+
+    @property
+    def url(self) -> str:
+        """The base URL to configure as MODEL_BASE_URL."""
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def stop(self) -> None:
+        """Stop serving; delayed answers still waiting are dropped."""
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
