@@ -11,6 +11,7 @@ from core.db import db
 from desk.channels import create_channel
 from desk.handoff import issue_link_token
 from desk.models import TIERS, Member, ROLES, Tenant
+from desk.points import set_ai_points
 from desk.sessions import ASSISTANT, IMPERSONATION
 from desk.tenancy import add_member, create_tenant, deactivate_member, get_member, set_password
 
@@ -45,6 +46,17 @@ def tenants_create(name: str, tier: str, as_json: bool):
     """Create a tenant."""
     tenant = commit_or_fail(lambda: create_tenant(name, tier))
     emit({"tenant_id": str(tenant.id)}, as_json, f"tenant {tenant.id} created")
+
+
+@tenants_cli.command("ai-points")
+@click.option("--tenant", "tenant_id", type=click.UUID, required=True)
+@click.option("--enable/--disable", "enabled", required=True)
+@click.option("--json", "as_json", is_flag=True)
+def tenants_ai_points(tenant_id, enabled: bool, as_json: bool):
+    """Turn AI points on (generation metered, not capped at 20 a day) or off for a tenant."""
+    tenant = commit_or_fail(lambda: set_ai_points(tenant_id, enabled))
+    emit({"tenant_id": str(tenant.id), "ai_points_enabled": tenant.ai_points_enabled}, as_json,
+         f"AI points {'enabled' if tenant.ai_points_enabled else 'disabled'} for tenant {tenant.id}")
 
 
 @members_cli.command("add")

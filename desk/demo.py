@@ -9,6 +9,7 @@ from core.api import ApiError
 from core.clock import utcnow
 from core.db import db
 from desk.channels import create_channel
+from desk.knowledge import safe_text
 from desk.models import Conversation, Customer, KnowledgeDocument, Message, OfficialAccount, Tenant
 from desk.tenancy import add_member, create_tenant
 
@@ -128,12 +129,15 @@ def _seed_conversations(tenant: Tenant, channel_id, agents: list, rng: random.Ra
 
 
 def _seed_knowledge(tenant: Tenant) -> None:
-    """Knowledge documents in published, draft and expired states."""
+    """Knowledge documents in published, draft and expired states; those that were published are
+    processed as the safe-processing job would have done it."""
     now = utcnow()
     for title, status, body in KNOWLEDGE:
+        safe_body, unsafe_reason = safe_text(body) if status != "draft" else (None, None)
         db.session.add(KnowledgeDocument(
             tenant_id=tenant.id, title=title, body=body, status=status,
-            safe_processed=status == "published",
+            safe_processed=safe_body is not None, safe_body=safe_body, unsafe_reason=unsafe_reason,
+            published_at=now - timedelta(days=30) if status != "draft" else None,
             valid_until=now - timedelta(days=10) if status == "expired" else now + timedelta(days=365)))
 
 

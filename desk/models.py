@@ -5,7 +5,7 @@ from datetime import datetime
 from flask import current_app
 from flask_login import UserMixin
 from sqlalchemy import (JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint,
-                        bindparam, literal_column)
+                        bindparam, false, literal_column)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 from sqlalchemy.sql.functions import FunctionElement
@@ -20,6 +20,7 @@ CONVERSATION_STATUSES = ("open", "pending", "resolved")
 DIRECTIONS = ("inbound", "outbound")
 MESSAGE_KINDS = ("public", "private_note")
 KNOWLEDGE_STATUSES = ("draft", "published", "expired")
+AI_USES = ("generation", "intent", "semantic_preview")
 ACCOUNT_KINDS = ("independent", "shared")
 
 
@@ -76,6 +77,8 @@ class Tenant(UUIDPrimaryKey, Base):
     name: Mapped[str] = mapped_column(String(120))
     tier: Mapped[str] = mapped_column(String(20), default="standard")
     active: Mapped[bool] = mapped_column(default=True)
+    # Metered AI use: generation is then limited by the points ledger, not by 20 per day.
+    ai_points_enabled: Mapped[bool] = mapped_column(default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -200,7 +203,8 @@ class KnowledgeDocument(UUIDPrimaryKey, Base):
     """A knowledge-base article; only valid, published, safely processed ones may feed the AI."""
 
     __tablename__ = "knowledge_document"
-    __table_args__ = (one_of("status", KNOWLEDGE_STATUSES),)
+    __table_args__ = (one_of("status", KNOWLEDGE_STATUSES),
+                      Index("ix_knowledge_document_tenant_id_updated_at_id", "tenant_id", "updated_at", "id"))
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
     title: Mapped[str] = mapped_column(String(200))
@@ -209,6 +213,12 @@ class KnowledgeDocument(UUIDPrimaryKey, Base):
     status: Mapped[str] = mapped_column(String(20), default="draft")
     valid_until: Mapped[datetime | None]
     safe_processed: Mapped[bool] = mapped_column(default=False)
+    # What the safe-processing job made of the published body (plain text), or why it refused it.
+    safe_body: Mapped[str | None] = mapped_column(Text)
+    unsafe_reason: Mapped[str | None] = mapped_column(String(60))
+    published_at: Mapped[datetime | None]
+    origin: Mapped[str | None] = mapped_column(String(200))  # a template-market import keeps both
+    license: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -238,4 +248,20 @@ class MarketingDraft(UUIDPrimaryKey, Base):
     source_ref: Mapped[str | None] = mapped_column(String(200))
     status: Mapped[str] = mapped_column(String(20), default="draft")
     created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AiPointsEntry(UUIDPrimaryKey, Base):
+    """One metered use of the platform model by a tenant: its tokens and the points they cost."""
+
+    __tablename__ = "ai_points_entry"
+    __table_args__ = (one_of("kind", AI_USES), Index("ix_ai_points_entry_tenant_id_created_at",
+                                                     "tenant_id", "created_at"))
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    kind: Mapped[str] = mapped_column(String(30))
+    reference: Mapped[str | None] = mapped_column(String(80))  # e.g. studio_generation:<id>
+    input_tokens: Mapped[int]
+    output_tokens: Mapped[int]
+    points: Mapped[int]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -2,11 +2,14 @@
 import uuid
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.clock import utcnow
 from core.db import Base, JSONDocument, TenantAppCount, UUIDPrimaryKey
+from desk.models import one_of
+
+GENERATION_STATES = ("queued", "running", "succeeded", "unsupported", "failed", "interrupted")
 
 
 class StudioTenantUsage(TenantAppCount, Base):
@@ -69,3 +72,32 @@ class StudioRecord(UUIDPrimaryKey, Base):
     input_digest: Mapped[str] = mapped_column(String(64))
     created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class StudioGeneration(UUIDPrimaryKey, Base):
+    """One request to draft a definition with the model, from queued to its outcome.
+
+    The job that calls the model saves the draft version and this row's outcome in one
+    transaction, so a worker that dies mid-way leaves the row `running` (the sweeper then marks
+    it `interrupted`) and no application behind.
+    """
+
+    __tablename__ = "studio_generation"
+    __table_args__ = (one_of("status", GENERATION_STATES),
+                      Index("ix_studio_generation_tenant_id_created_at", "tenant_id", "created_at"))
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    created_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("user.id"))
+    app_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("studio_app.id"))  # the app to version
+    prompt: Mapped[str] = mapped_column(Text)
+    knowledge: Mapped[list] = mapped_column(JSON, default=list)  # [{"id", "version"}] as consented
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    error_code: Mapped[str | None] = mapped_column(String(60))
+    unsupported: Mapped[dict | None] = mapped_column(JSON)  # the 422 lists of an unsupported result
+    version: Mapped[int | None]  # the draft version created
+    input_tokens: Mapped[int | None]
+    output_tokens: Mapped[int | None]
+    slot_token: Mapped[str | None] = mapped_column(String(64))  # the platform in-progress lease
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
