@@ -49,6 +49,8 @@ def _register_blueprints(app: Flask) -> None:
     import core.audit  # noqa: F401  the audit table has no blueprint
     import desk.api
     import desk.auth
+    import desk.knowledge_views
+    import studio.usage_views
     import desk.workbench
     import openapi.api
     import openapi.views
@@ -57,7 +59,7 @@ def _register_blueprints(app: Flask) -> None:
     import studio.views
 
     for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.views,
-                   openapi.api, openapi.views):
+                   openapi.api, openapi.views, studio.usage_views, desk.knowledge_views):
         app.register_blueprint(module.bp)
 
 

@@ -96,6 +96,9 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         # Not environment settings: tests shorten them through create_app's overrides.
         "WEBHOOK_RETRY_INTERVALS": (30, 60, 120, 240, 480, 960, 1920),
         "WEBHOOK_LEASE_SECONDS": 60,
+        "MODEL_CONNECT_TIMEOUT": 5.0,  # seconds to connect to the model server (core/model.py)
+        "MODEL_READ_TIMEOUT": 60.0,  # seconds the model server may stay silent while answering
+        "GENERATION_WAIT_SECONDS": 20.0,  # POST /generate waits this long, then answers 202 to poll
         "OPEN_API_RATE_LIMIT": 60,  # per application per natural minute (spec); the schema fuzz raises it
         # Unset: every fixed-window limit counts in its own window (the spec's natural minutes).
         # Tests set it to count in shorter or longer windows (core.limits.window_seconds).

@@ -8,7 +8,9 @@ DEFAULT = "default"
 EVENTS = "events"
 WEBHOOKS = "webhooks"
 SCRIPTS = "scripts"
+GENERATION = "generation"  # model calls: a process of its own, so a slow model never holds up events
 WORKER_QUEUES = (EVENTS, WEBHOOKS, DEFAULT)
+GENERATOR_QUEUES = (GENERATION,)
 RUNNER_QUEUES = (SCRIPTS,)
 _PENDING = (b"queued", b"scheduled", b"deferred", b"started")  # a job in these states is not queued again
 

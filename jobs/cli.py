@@ -7,7 +7,7 @@ from flask.cli import AppGroup
 from rq import SimpleWorker
 from rq.cron import CronScheduler
 
-from core.queue import DEFAULT, RUNNER_QUEUES, WORKER_QUEUES
+from core.queue import DEFAULT, GENERATOR_QUEUES, RUNNER_QUEUES, WORKER_QUEUES
 from core.redis import get_redis
 from jobs import wiring
 from jobs.cron import TICK_SECONDS, tick
@@ -50,13 +50,16 @@ LOG_LEVEL = click.option("--log-level", default="INFO", show_default=True,
 
 @jobs_cli.command("worker")
 @click.option("--burst", is_flag=True, help="Stop when the queues are empty.")
+@click.option("--generator", is_flag=True, help="Serve the model-calling `generation` queue instead.")
 @LOG_LEVEL
-def worker(burst: bool, log_level: str):
-    """Non-forking RQ worker for events, webhooks and default jobs, with RQ's scheduler for retries."""
+def worker(burst: bool, generator: bool, log_level: str):
+    """Non-forking RQ worker for events, webhooks and default jobs (or, with --generator, for
+    generation jobs, which wait on the model), with RQ's scheduler for retries."""
     keep_payloads_out_of_logs()
     wiring.check()
-    AppWorker(list(WORKER_QUEUES), connection=get_redis(), app=current_app._get_current_object()).work(
-        burst=burst, with_scheduler=True, logging_level=log_level)
+    AppWorker(list(GENERATOR_QUEUES if generator else WORKER_QUEUES), connection=get_redis(),
+              app=current_app._get_current_object()).work(burst=burst, with_scheduler=True,
+                                                          logging_level=log_level)
 
 
 @jobs_cli.command("runner")

@@ -3,12 +3,14 @@
 Import paths and signatures are a wire format (listed in `jobs.wiring.ENTRY_POINTS`).
 """
 import logging
+import uuid
 
 from werkzeug.utils import import_string
 
-from desk import events
+from desk import events, knowledge
 from jobs import wiring
 from openapi import webhooks
+from studio import generation
 from studio.scripting.runner import sandbox
 
 log = logging.getLogger(__name__)
@@ -44,3 +46,13 @@ def run_script(source: str, input_json: str) -> dict:
 def deliver_webhook(event_id: str) -> str:
     """One delivery attempt of an open-API event (queue `webhooks`; RQ retries on failure)."""
     return webhooks.deliver(event_id)
+
+
+def process_knowledge(document_id: str) -> bool:
+    """Safe processing of a published knowledge document (queue `default`); True when usable."""
+    return knowledge.process_document(uuid.UUID(document_id))
+
+
+def run_generation(generation_id: str) -> str:
+    """Draft a definition with the model for one generation request (queue `generation`)."""
+    return generation.run(uuid.UUID(generation_id))

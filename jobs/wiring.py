@@ -20,11 +20,14 @@ ENTRY_POINTS = (
     "jobs.tasks.notify_subscriber",  # (event, subscriber, **ids) on events: one subscriber, retried alone
     "jobs.tasks.deliver_webhook",    # (event_id) on webhooks: one delivery attempt
     "jobs.tasks.run_script",         # (source, input_json) on scripts: the runner's sandbox
+    "jobs.tasks.process_knowledge",  # (document_id) on default: safe processing of a published body
+    "jobs.tasks.run_generation",     # (generation_id) on generation: draft a definition with the model
 )
 
 # Called with no arguments on every tick, in this order.
 TICK_HANDLERS = (
     "openapi.webhooks.sweep",
+    "studio.generation.sweep",
 )
 
 # Called with the event's ids, each in a job of its own.

@@ -1,7 +1,7 @@
 """Console JSON API of the Studio app builder under /api/extensions."""
 import uuid
 
-from flask import Blueprint
+from flask import Blueprint, current_app, request
 from flask_login import current_user
 
 from core.api import ApiError, ok, parse_uuid
@@ -9,7 +9,7 @@ from core.db import db
 from core.guards import console_json_body
 from core.web import answer_unreachable_stores, close_when_off
 from desk.sessions import admin_console_required, current_member
-from studio import apps, records
+from studio import apps, generation, knowledge_ref, records
 from studio.catalog import CAPABILITY_VERSION, CATALOG, LIMITS, PUBLISH_PERMISSIONS, console_overview
 from studio.charts import chart_summaries
 from studio.serialize import app_json, record_json, version_json
@@ -62,6 +62,40 @@ def index():
 def capabilities():
     """The capability catalog."""
     return ok({"capability_version": CAPABILITY_VERSION, "capabilities": CATALOG})
+
+
+@bp.get("/knowledge-options")
+@admin_console_required
+def knowledge_options():
+    """Metadata of the tenant's knowledge documents for the generation selector, 20 per page;
+    never a body."""
+    return ok(knowledge_ref.options_page(current_member().tenant_id, request.args.get("cursor")))
+
+
+@bp.post("/generate")
+@admin_console_required
+def generate():
+    """Draft a definition with the model: 201 with the saved draft version when it finished within
+    the wait, else 202 with the generation to poll; 422 for an unsupported requirement."""
+    body = _body(("prompt", "extension_id", "knowledge_document_ids", "knowledge_confirmed"), ("prompt",))
+    tenant_id = current_member().tenant_id
+    started = generation.start(tenant_id, current_user.id, generation.parse_request(body))
+    db.session.commit()
+    generation.enqueue_job(started.id)
+    return _generation_answer(tenant_id, started.id, current_app.config["GENERATION_WAIT_SECONDS"])
+
+
+@bp.get("/generate/<uuid:generation_id>")
+@admin_console_required
+def generation_status(generation_id: uuid.UUID):
+    """A generation's outcome as POST /generate answers it (202 while it runs)."""
+    return _generation_answer(current_member().tenant_id, generation_id, 0)
+
+
+def _generation_answer(tenant_id: uuid.UUID, generation_id: uuid.UUID, wait: float):
+    """The generation's answer once finished or after `wait` seconds."""
+    data, status = generation.answer(generation.wait_for(tenant_id, generation_id, wait))
+    return ok(data, status)
 
 
 @bp.post("/", strict_slashes=False)

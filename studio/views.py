@@ -9,9 +9,11 @@ from core.api import ApiError, parse_uuid
 from core.db import db
 from core.web import close_when_off
 from desk.sessions import admin_console_required, current_member
-from studio import apps, records
+from core.model import model_state
+from desk.models import Tenant
+from studio import apps, generation, knowledge_ref, quota, records
 from studio.charts import chart_summaries
-from studio.catalog import PUBLISH_PERMISSIONS, STARTER_DEFINITION
+from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, STARTER_DEFINITION
 from studio.forms import form_to_input, parse_definition_text, split_script, with_script
 from studio.svg import chart_figure
 from studio.templates_market import LICENSE, ORIGIN, TEMPLATES, find_template
@@ -196,3 +198,67 @@ def submit_record(app_id: uuid.UUID):
     db.session.commit()
     flash("This submission was already saved." if replayed else "Record saved.", "ok")
     return redirect(_app_url(found, anchor="ledger"))
+
+
+# --- AI drafts ----------------------------------------------------------------------------------
+
+def _generate_form(status: int = 200, error: str | None = None, values: dict | None = None):
+    """The generate page: requirement, target application, knowledge selector, consent, quota."""
+    member = current_member()
+    tenant = db.session.get(Tenant, member.tenant_id)
+    page = "studio/_generate_form.html" if request.headers.get("HX-Request") else "studio/generate.html"
+    return render_template(
+        page, apps=apps.list_apps(member.tenant_id), model=model_state(), error=error, values=values or {},
+        limits=LIMITS, quota=quota.quota_state(member.tenant_id, tenant.ai_points_enabled)), status
+
+
+@bp.get("/extensions/generate")
+@admin_console_required
+def generate_page():
+    """Draft an application from a written requirement."""
+    return _generate_form()
+
+
+@bp.get("/extensions/generate/knowledge")
+@admin_console_required
+def generate_knowledge():
+    """One page of knowledge metadata for the selector, loaded only when it is opened."""
+    page = knowledge_ref.options_page(current_member().tenant_id, request.args.get("cursor"))
+    return render_template("studio/_knowledge_options.html", page=page)
+
+
+@bp.post("/extensions/generate")
+@admin_console_required
+def generate():
+    """Start a generation; the progress partial then polls until it finished."""
+    form = request.form
+    body = {"prompt": form.get("prompt", ""), "extension_id": form.get("extension_id") or None,
+            "knowledge_document_ids": form.getlist("knowledge_document_ids"),
+            "knowledge_confirmed": form.get("knowledge_confirmed") == "on"}
+    try:
+        started = generation.start(current_member().tenant_id, current_user.id, generation.parse_request(body))
+    except ApiError as err:
+        db.session.rollback()
+        return _generate_form(422, err.code, body)
+    db.session.commit()
+    generation.enqueue_job(started.id)
+    return render_template("studio/_generation.html", generation=started)
+
+
+@bp.get("/extensions/generate/<uuid:generation_id>")
+@admin_console_required
+def generation_progress(generation_id: uuid.UUID):
+    """The progress partial while the job runs; the draft's page once saved; why not otherwise."""
+    found = generation.find(current_member().tenant_id, generation_id)
+    try:
+        data, status = generation.answer(found)
+    except ApiError as err:
+        return render_template("studio/_generation.html", generation=found, error=err)
+    if status == 202:
+        return render_template("studio/_generation.html", generation=found)
+    flash(f"Draft — simulate and review before publishing. Version {data['version']} was generated from your "
+          "requirement; nothing is published.", "draft")
+    target = url_for("studio.app_page", app_id=found.app_id, version=data["version"])
+    if request.headers.get("HX-Request"):
+        return "", 200, {"HX-Redirect": target}  # a full page load, which shows the banner
+    return redirect(target)

@@ -3,6 +3,7 @@ import contextvars
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +31,8 @@ from tests.peers import HttpsReceiver
 
 PASSWORD = "correct-horse-battery"
 FLASK = [sys.executable, "-m", "flask", "--app", "app"]  # run with cwd=PROJECT_ROOT, env=process_env()
+# The real-model smoke test runs only against a model server named in the environment (README).
+collect_ignore = [] if os.environ.get("MODEL_BASE_URL") and os.environ.get("MODEL_NAME") else ["smoke"]
 CSRF_RE = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"')
 
 
@@ -62,6 +65,8 @@ def app_config(database_url, redis_url) -> dict:
         "SECRET_KEY": "test-secret-key",
         "ENCRYPTION_KEY": "0Yk9e4kWl3k5hmtWdZ7QbN1qk0H7mDq0Yb0s2yRr4mE=",
         "PASSWORD_HASH_METHOD": "pbkdf2:sha256:1000",
+        # No model unless a test brings its peer (the smoke test reads the environment's itself).
+        "MODEL_BASE_URL": None, "MODEL_NAME": None, "MODEL_API_KEY": None,
     }
 
 
@@ -324,3 +329,33 @@ def gunicorn(app, app_config, tmp_path):
     process.terminate()
     process.wait(timeout=20)
     log.close()
+
+
+@pytest.fixture
+def model_server(app, monkeypatch):
+    """An OpenAI-compatible model server on loopback, configured as the platform's model (with a
+    key and a one-second read timeout)."""
+    from tests.peers import ModelServer
+
+    peer = ModelServer().start()
+    monkeypatch.setitem(app.config, "MODEL_BASE_URL", peer.url)
+    monkeypatch.setitem(app.config, "MODEL_NAME", "test-model")
+    monkeypatch.setitem(app.config, "MODEL_API_KEY", "sk-test-key")
+    monkeypatch.setitem(app.config, "MODEL_READ_TIMEOUT", 1.0)
+    yield peer
+    peer.stop()
+
+
+@pytest.fixture
+def generator_process(app, app_config, model_server, monkeypatch):
+    """A real `flask jobs worker --generator` process on the test services and the model peer;
+    POST /generate waits for it."""
+    monkeypatch.setitem(app.config, "GENERATION_WAIT_SECONDS", 15)
+    env = {**process_env(app_config), "MODEL_BASE_URL": model_server.url, "MODEL_NAME": "test-model",
+           "MODEL_API_KEY": "sk-test-key"}
+    process = subprocess.Popen([*FLASK, "jobs", "worker", "--generator"], cwd=PROJECT_ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    yield process
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)

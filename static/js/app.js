@@ -51,3 +51,10 @@ document.addEventListener("click", (event) => {
   editor.scrollTop = Math.max(0, (line - 3) * lineHeight);
   numberLines(editor.closest(".code-area"));
 });
+
+// Character counters: a <textarea data-counter="ID"> keeps the element ID's count current.
+document.addEventListener("input", (event) => {
+  const counter = event.target.dataset?.counter && document.getElementById(event.target.dataset.counter);
+  if (!counter) return;
+  counter.textContent = counter.textContent.replace(/^\d+/, String(event.target.value.length));
+});
