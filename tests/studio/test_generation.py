@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 from rq import Queue
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from core.clock import utcnow
 from core.db import db
@@ -16,7 +16,7 @@ from core.queue import GENERATION
 from desk.models import AiPointsEntry, Conversation, Customer, KnowledgeDocument, Message
 from jobs.worker import AppWorker
 from studio import generation, quota
-from studio.catalog import CAPABILITY_VERSION
+from studio.catalog import CAPABILITY_VERSION, LIMITS
 from studio.definition import capability_manifest
 from studio.models import StudioApp, StudioGeneration, StudioVersion
 from tests.studio.conftest import sample_definition
@@ -289,6 +289,35 @@ def test_without_a_usable_model_configuration_nothing_is_queued_and_no_quota_is_
     assert (response.status_code, response.get_json()["error"]["code"]) == (503, code)
     assert quota.quota_state(tenant.id, False)["remaining_today"] == 20
     assert Queue(GENERATION, connection=redis_conn).count == 0
+
+
+def test_a_tenant_at_20_applications_is_refused_before_the_model_and_the_quota(api, gen, tenant, monkeypatch):
+    monkeypatch.setitem(LIMITS, "apps_per_tenant", 2)
+    api.create()
+    api.create()
+    response = api.post("/generate", {"prompt": REQUIREMENT})
+    assert (response.status_code, response.get_json()["error"]["code"]) == (429, "extension_limit")
+    assert gen.received == [] and quota.quota_state(tenant.id, False)["remaining_today"] == 20
+
+
+def test_an_application_at_100_versions_is_refused_before_the_model_and_the_quota(api, gen, tenant):
+    app_id = api.create()
+    db.session.execute(update(StudioApp).where(StudioApp.id == uuid.UUID(app_id)).values(latest_version=100))
+    db.session.commit()
+    response = api.post("/generate", {"prompt": REQUIREMENT, "extension_id": app_id})
+    assert (response.status_code, response.get_json()["error"]["code"]) == (429, "version_limit")
+    assert gen.received == [] and quota.quota_state(tenant.id, False)["remaining_today"] == 20
+
+
+def test_the_limit_reached_while_the_model_worked_saves_nothing(app, api, gen, redis_conn, tenant, monkeypatch):
+    monkeypatch.setitem(LIMITS, "apps_per_tenant", 1)
+    gen.answer_json(app_answer())
+    started = api.post("/generate", {"prompt": REQUIREMENT})
+    api.create()  # the tenant's last application slot goes while the model drafts
+    run_jobs(app, redis_conn)
+    response = api.get(f"/generate/{started.get_json()['data']['generation_id']}")
+    assert (response.status_code, response.get_json()["error"]["code"]) == (429, "extension_limit")
+    assert saved_apps(tenant) == 1
 
 
 def test_a_second_generation_within_the_minute_is_429_with_retry_after(api, gen):
