@@ -9,10 +9,10 @@ from sqlalchemy import func, select
 from core.api import ApiError
 from core.audit import AuditEntry
 from core.db import db
+from core.masking import mask
 from desk.models import AiPointsEntry, Conversation, Customer, Message
 from studio.apps import create_app
-from studio.intent import (CONFIDENCE_FLOOR, UNDETERMINED, IntentResult, classification_input, classify,
-                           mask)
+from studio.intent import CONFIDENCE_FLOOR, UNDETERMINED, IntentResult, classification_input, classify
 from tests.studio.conftest import sample_definition
 
 LABELS = ["退款", "物流查询", "投诉"]
