@@ -38,7 +38,7 @@ from typing import NoReturn
 from core.api import ApiError
 from studio.catalog import FIELD_TYPES, LIMITS, OPERATORS
 from studio.engine import is_calendar_date
-from studio.text import JS_WHITESPACE, MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
+from core.text import JS_WHITESPACE, MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
 
 INVALID = "invalid_definition"
 MISSING = "required_field_missing"

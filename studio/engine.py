@@ -24,7 +24,7 @@ import re
 
 from core.api import ApiError
 from studio.catalog import LIMITS
-from studio.text import MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
+from core.text import MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
 
 TEXT_MAX = LIMITS["text_value_chars"]
 TEXTAREA_MAX = LIMITS["textarea_value_chars"]

@@ -12,7 +12,7 @@ from core.api import ApiError
 from studio.catalog import (CAPABILITY_VERSION, CATALOG, FIELD_TYPES, LIMITS, OPERATORS, PUBLISH_PERMISSIONS,
                             STARTER_DEFINITION)
 from studio.definition import capability_manifest, definition_hash, field_map, validate_definition
-from studio.text import JS_WHITESPACE
+from core.text import JS_WHITESPACE
 
 INVALID = "invalid_definition"
 MISSING = "required_field_missing"

@@ -6,7 +6,7 @@ from core.api import ApiError
 from studio.definition import validate_definition
 from studio.engine import run_rules, validate_input
 from studio.templates_market import TEMPLATES
-from studio.text import is_blank
+from core.text import is_blank
 
 DEFINITIONS = [validate_definition(t["definition"]) for t in TEMPLATES]
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**13, 10**13), st.floats(allow_nan=True),
