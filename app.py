@@ -50,15 +50,16 @@ def _register_blueprints(app: Flask) -> None:
     import desk.api
     import desk.auth
     import desk.knowledge_views
-    import studio.usage_views
     import desk.workbench
     import openapi.api
     import openapi.views
+    import rules.api
     import rules.views
     import studio.api
+    import studio.usage_views
     import studio.views
 
-    for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.views,
+    for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.api, rules.views,
                    openapi.api, openapi.views, studio.usage_views, desk.knowledge_views):
         app.register_blueprint(module.bp)
 

@@ -7,8 +7,9 @@ one transaction, saves the draft version, meters the tokens and records the outc
 dies before that commit leaves no application; its row is marked `interrupted` by `sweep` and its
 in-progress slot expires with its lease. Nothing is ever published.
 
-An answer's `kind` picks its checker in `KINDS`; the automation rules add `automation_preview`
-with their own validator.
+An answer's `kind` picks its checker in `KINDS`: an application draft (saved as a version), a
+routing-rule preview draft (checked by the rules' validator, answered, never saved) or an
+unsupported result.
 """
 import json
 import logging
@@ -30,6 +31,7 @@ from core.queue import GENERATION, enqueue
 from core.text import storable
 from desk.models import Tenant
 from desk.points import record_use
+from rules.definition import rule_capabilities, validate_rule
 from studio import apps, knowledge_ref, quota
 from studio.catalog import CAPABILITY_VERSION, CATALOG, LIMITS
 from studio.definition import capability_manifest, validate_definition
@@ -41,6 +43,9 @@ log = logging.getLogger(__name__)
 # What a generated draft may use: the catalog's capabilities open to generation. Record actions,
 # intent classification and the rest need an administrator's own step and are never generated.
 GENERATABLE = frozenset(entry["id"] for entry in CATALOG if entry["status"] == "available")
+# What a rule preview draft may use: previews on samples only, never an executing capability.
+RULE_DRAFTABLE = frozenset({"preview.rotation", "preview.keyword_routing", "ai.semantic_routing",
+                            "event.message_received"})
 FINISHED = ("succeeded", "unsupported", "failed", "interrupted")
 # The HTTP status of each code a generation can end with (anything else is an internal error).
 STATUSES = {
@@ -200,6 +205,8 @@ def _save(generation: StudioGeneration, checked: dict, tokens: tuple[int, int]) 
     if checked["kind"] == "unsupported":
         return _finish(generation.id, tokens, status="unsupported",
                        unsupported={name: checked[name] for name in UNSUPPORTED_LISTS})
+    if checked["kind"] == "automation_preview":  # answered, never saved as a rule
+        return _finish(generation.id, tokens, status="succeeded", rule_draft=checked["definition"])
     if generation.app_id is None:
         version = apps.create_app(generation.tenant_id, generation.created_by, checked["definition"])
     else:
@@ -260,7 +267,13 @@ def build_prompt(requirement: str, excerpts: list[dict]) -> tuple[str, str]:
         "ui.form, ui.table, event.form_submitted and record.create always; field.<type> for each field type "
         "used; rule.<operator> for each operator used and record.set_field when there is a rule; ui.chart "
         "with charts; code.execute with code; ui.custom_workbench with workbench settings.",
-        "Only capabilities whose status is \"available\" may be used. When the requirement needs any other "
+        "When the requirement is about routing conversations to agents (a weekly rotation, keyword routing "
+        "or semantic routing), answer kind \"automation_preview\" with a rule definition in `definition` "
+        "instead, its assignees written as placeholders such as \"Agent A\", never real people; list in "
+        "required_capabilities preview.rotation for a weekly rule, preview.keyword_routing when it has "
+        "keywords, ai.semantic_routing when it is semantic and event.message_received for the "
+        "message_received trigger. A rule draft is only previewed: it is never saved or executed.",
+        "Otherwise only capabilities whose status is \"available\" may be used. When the requirement needs any other "
         "capability, do not draft a partial application: answer kind \"unsupported\" with the capability IDs "
         "in unsupported_capabilities and missing_capabilities and short human-readable names of what is "
         "missing in missing_labels.",
@@ -291,25 +304,36 @@ def _invalid(detail: str) -> ApiError:
     return ApiError("model_invalid_definition", 502, detail=detail)
 
 
-def _check_app(content: dict) -> dict:
-    """A draft: a valid definition whose declared capabilities are exactly those it uses, all of
-    them open to generation."""
+def _drafted(content: dict, validate: Callable[[object], dict], manifest: Callable[[dict], list[str]],
+             allowed: frozenset) -> dict:
+    """A drafted definition, valid by its own validator, whose declared capabilities are exactly
+    those it uses, all of them open to this kind of draft."""
     if set(content) != {"capability_version", "kind", "required_capabilities", "definition"}:
         raise _invalid("$")
     try:
-        definition = validate_definition(content["definition"])
+        definition = validate(content["definition"])
     except ApiError as error:
         raise _invalid(f"definition.{error.detail}") from None
     declared = content["required_capabilities"]
     if not isinstance(declared, list) or not all(isinstance(item, str) for item in declared) \
             or len(set(declared)) != len(declared):
         raise _invalid("required_capabilities")
-    used = capability_manifest(definition)
-    if not set(used) <= GENERATABLE:
-        raise _invalid("definition")  # a smuggled action, intent or other capability closed to generation
+    used = manifest(definition)
+    if not set(used) <= allowed:
+        raise _invalid("definition")  # a smuggled action, intent or other capability closed to drafts
     if set(declared) != set(used):
         raise _invalid("required_capabilities")  # an omitted or an extra declared capability
-    return {"kind": "app", "definition": definition}
+    return {"kind": content["kind"], "definition": definition}
+
+
+def _check_app(content: dict) -> dict:
+    """An application draft, checked by the studio validator."""
+    return _drafted(content, validate_definition, capability_manifest, GENERATABLE)
+
+
+def _check_rule(content: dict) -> dict:
+    """A routing-rule preview draft, checked by the rules' validator; never saved or executable."""
+    return _drafted(content, validate_rule, rule_capabilities, RULE_DRAFTABLE)
 
 
 def _check_unsupported(content: dict) -> dict:
@@ -325,7 +349,8 @@ def _check_unsupported(content: dict) -> dict:
     return {"kind": "unsupported", **{name: [item.strip() for item in content[name]] for name in UNSUPPORTED_LISTS}}
 
 
-KINDS: dict[str, Callable[[dict], dict]] = {"app": _check_app, "unsupported": _check_unsupported}
+KINDS: dict[str, Callable[[dict], dict]] = {"app": _check_app, "automation_preview": _check_rule,
+                                            "unsupported": _check_unsupported}
 
 
 def check_answer(content: dict) -> dict:
@@ -344,6 +369,9 @@ def check_answer(content: dict) -> dict:
 def answer(generation: StudioGeneration) -> tuple[dict, int]:
     """The data and status of a generation as POST /generate answers it: 201 with the draft, 202
     while it runs; an ApiError for the 422 unsupported result and for a failure."""
+    if generation.status == "succeeded" and generation.rule_draft is not None:
+        return {"kind": "automation_preview", "definition": generation.rule_draft,
+                "capability_version": CAPABILITY_VERSION, "persisted": False, "executable": False}, 200
     if generation.status == "succeeded":
         version = apps.get_version(apps.get_app(generation.tenant_id, generation.app_id), generation.version)
         return {"extension_id": str(version.app_id), "version": version.version, "definition": version.definition,

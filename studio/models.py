@@ -94,6 +94,7 @@ class StudioGeneration(UUIDPrimaryKey, Base):
     status: Mapped[str] = mapped_column(String(20), default="queued")
     error_code: Mapped[str | None] = mapped_column(String(60))
     unsupported: Mapped[dict | None] = mapped_column(JSON)  # the 422 lists of an unsupported result
+    rule_draft: Mapped[dict | None] = mapped_column(JSON)  # an automation_preview draft (never saved as a rule)
     version: Mapped[int | None]  # the draft version created
     input_tokens: Mapped[int | None]
     output_tokens: Mapped[int | None]

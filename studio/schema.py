@@ -9,6 +9,7 @@ field being declared, or an operator suiting its field's type, are beyond a JSON
 """
 from functools import cache
 
+from rules.schema import rule_schema
 from studio.catalog import CAPABILITY_VERSION, CATALOG, FIELD_TYPES, LIMITS, OPERATORS
 from studio.definition import (ACTION_CAPABILITIES, AUDIENCE_TAG_TYPES, CAMPAIGN_TEXT_TYPES, CHART_METRICS,
                                CHART_TYPES, CODE_LANGUAGES, GROUPABLE_TYPES, KEY_RE, NUMBER_MAX,
@@ -126,13 +127,19 @@ def _strings() -> dict:
 
 @cache
 def answer_schema() -> dict:
-    """The one JSON object the generator asks the model for: an app draft or an unsupported result."""
+    """The one JSON object the generator asks the model for: an app draft, a routing-rule preview
+    draft (its definition as the rules' validator describes it) or an unsupported result."""
     capability_ids = tuple(entry["id"] for entry in CATALOG)
     app = {"type": "object", "additionalProperties": False,
            "required": ["capability_version", "kind", "required_capabilities", "definition"],
            "properties": {"capability_version": {"const": CAPABILITY_VERSION}, "kind": {"const": "app"},
                           "required_capabilities": _list(_enum(capability_ids), 1, len(capability_ids)),
                           "definition": definition_schema()}}
+    rule = {"type": "object", "additionalProperties": False,
+            "required": ["capability_version", "kind", "required_capabilities", "definition"],
+            "properties": {"capability_version": {"const": CAPABILITY_VERSION}, "kind": {"const": "automation_preview"},
+                           "required_capabilities": _list(_enum(capability_ids), 1, len(capability_ids)),
+                           "definition": rule_schema()}}
     unsupported = {"type": "object", "additionalProperties": False,
                    "required": ["capability_version", "kind", "unsupported_capabilities", "missing_capabilities",
                                 "missing_labels"],
@@ -140,4 +147,4 @@ def answer_schema() -> dict:
                                   "kind": {"const": "unsupported"},
                                   "unsupported_capabilities": _strings(), "missing_capabilities": _strings(),
                                   "missing_labels": _strings()}}
-    return {"type": "object", "anyOf": [app, unsupported]}
+    return {"type": "object", "anyOf": [app, rule, unsupported]}

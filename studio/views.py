@@ -254,8 +254,8 @@ def generation_progress(generation_id: uuid.UUID):
         data, status = generation.answer(found)
     except ApiError as err:
         return render_template("studio/_generation.html", generation=found, error=err)
-    if status == 202:
-        return render_template("studio/_generation.html", generation=found)
+    if status in (200, 202):  # a routing-rule preview draft is shown, never saved; or still running
+        return render_template("studio/_generation.html", generation=found, rule_draft=data.get("definition"))
     flash(f"Draft — simulate and review before publishing. Version {data['version']} was generated from your "
           "requirement; nothing is published.", "draft")
     target = url_for("studio.app_page", app_id=found.app_id, version=data["version"])

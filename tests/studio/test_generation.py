@@ -15,6 +15,9 @@ from core.db import db
 from core.queue import GENERATION
 from desk.models import AiPointsEntry, Conversation, Customer, KnowledgeDocument, Message
 from jobs.worker import AppWorker
+from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE
+from rules.definition import rule_capabilities, validate_rule
+from rules.models import AutomationRule
 from studio import generation, quota
 from studio.catalog import CAPABILITY_VERSION, LIMITS
 from studio.definition import capability_manifest
@@ -365,3 +368,37 @@ def test_a_worker_killed_mid_generation_leaves_no_app_and_its_slot_frees_when_th
     response = api.get(f"/generate/{started.get_json()['data']['generation_id']}")
     assert (response.status_code, response.get_json()["error"]["code"]) == (503, "generation_interrupted")
     assert saved_apps(tenant) == 0
+
+
+def rule_answer(definition: dict | None = None, **changes) -> dict:
+    """A model answer drafting a routing rule with exactly the capabilities it uses."""
+    definition = definition or AUTOMATION_PREVIEW_EXAMPLE
+    declared = changes.pop("required_capabilities", None)
+    return {"capability_version": CAPABILITY_VERSION, "kind": "automation_preview", "definition": definition,
+            "required_capabilities": rule_capabilities(validate_rule(definition)) if declared is None else declared,
+            **changes}
+
+
+def test_a_routing_requirement_answers_200_with_a_rule_draft_that_is_never_saved_or_executable(
+        app, api, gen, redis_conn, tenant):
+    gen.answer_json(rule_answer(), input_tokens=50, output_tokens=40)
+    response = generate(api, app, redis_conn)
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["data"] == {
+        "kind": "automation_preview", "definition": validate_rule(AUTOMATION_PREVIEW_EXAMPLE),
+        "capability_version": CAPABILITY_VERSION, "persisted": False, "executable": False}
+    assert saved_apps(tenant) == 0
+    assert db.session.scalar(select(func.count()).select_from(AutomationRule)) == 0
+    assert db.session.scalar(select(AiPointsEntry.output_tokens)) == 40
+
+
+@pytest.mark.parametrize("answer", [
+    rule_answer(required_capabilities=["preview.rotation", "preview.keyword_routing"]),
+    rule_answer(required_capabilities=[]),
+    rule_answer({**AUTOMATION_PREVIEW_EXAMPLE, "script": "x"}, required_capabilities=["preview.rotation"]),
+    rule_answer({**AUTOMATION_PREVIEW_EXAMPLE, "timezone": "UTC"}, required_capabilities=["preview.rotation"]),
+], ids=["extra capability", "omitted capability", "smuggled property", "invalid rule"])
+def test_a_rule_draft_is_checked_by_the_rules_validator_and_its_declaration(app, api, gen, redis_conn, answer):
+    gen.answer_json(answer)
+    response = generate(api, app, redis_conn)
+    assert (response.status_code, response.get_json()["error"]["code"]) == (502, "model_invalid_definition")

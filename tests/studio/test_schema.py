@@ -5,6 +5,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from core.api import ApiError
+from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE
 from studio import definition as validator
 from studio import schema
 from studio.catalog import CAPABILITY_VERSION, LIMITS, STARTER_DEFINITION
@@ -100,6 +101,10 @@ def test_the_answer_schema_takes_an_app_draft_or_an_unsupported_result_only():
                    "missing_labels": ["Refunds"]}
     assert check.is_valid(app) and check.is_valid(unsupported)
     assert not check.is_valid({**app, "capability_version": "2025-01-01.1"})
-    assert not check.is_valid({**app, "kind": "automation_preview"})
+    assert not check.is_valid({**app, "kind": "automation_preview"})  # an app definition is no rule
+    rule = {**app, "kind": "automation_preview", "required_capabilities": ["preview.rotation"],
+            "definition": AUTOMATION_PREVIEW_EXAMPLE}
+    assert check.is_valid(rule)
+    assert not check.is_valid({**rule, "definition": {**AUTOMATION_PREVIEW_EXAMPLE, "script": "x"}})
     assert not check.is_valid({**app, "required_capabilities": ["sql.run"]})
     assert not check.is_valid({**unsupported, "definition": FULL})
