@@ -58,3 +58,26 @@ document.addEventListener("input", (event) => {
   if (!counter) return;
   counter.textContent = counter.textContent.replace(/^\d+/, String(event.target.value.length));
 });
+
+// --- Automation console (templates/rules) --------------------------------------------------------
+// A section marked data-shown-by="NAME:VALUE VALUE…" is shown only while its form's control NAME
+// (a select or a radio group) has one of the values: the slot grid for weekly rules, keyword or
+// semantic inputs for the chosen filter, the permission list of the chosen publish mode. Without
+// JavaScript every section stays visible and the server ignores the ones that do not apply.
+function syncShownSections(root) {
+  root.querySelectorAll("[data-shown-by]").forEach((section) => {
+    const [name, values] = section.dataset.shownBy.split(":");
+    const control = section.closest("form")?.elements.namedItem(name);
+    if (control) section.hidden = !values.split(" ").includes(control.value);
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => syncShownSections(document));
+document.addEventListener("change", (event) => {
+  const form = event.target.form;
+  if (form?.querySelector("[data-shown-by]")) syncShownSections(form);
+});
+document.addEventListener("htmx:load", (event) => {
+  const elt = event.detail.elt;
+  syncShownSections(elt.closest?.("form") || elt);
+});

@@ -1,0 +1,274 @@
+"""Turning the automation console's HTML forms into the JSON shapes the rule services take, and
+back: the rule editor (definition), the preview panel (samples and instant) and error placement."""
+import re
+import uuid
+from datetime import datetime
+
+from werkzeug.datastructures import MultiDict
+
+from core.clock import beijing_to_utc, to_beijing, utcnow
+
+WEEKDAYS = (("1", "Mon"), ("2", "Tue"), ("3", "Wed"), ("4", "Thu"), ("5", "Fri"), ("6", "Sat"), ("7", "Sun"))
+STATUSES = ("open", "pending")
+SAMPLE_STATUSES = ("open", "pending", "resolved")  # resolved samples show that they never take part
+FILTERS = ("none", "keywords", "semantic")
+MAX_SLOT_ROWS = 7
+MAX_SAMPLE_ROWS = 20  # rows typed one by one; more samples can be pasted
+# Rows read from a post at most: more than the limits, so the service names the excess itself.
+_ROW_CAP = 30
+_SPLIT = re.compile(r"[,\n，]")
+_PATH_PART = re.compile(r"^(?:definition\.)?(\w+)(?:\[(\d+)\])?(?:\.(\w+))?")
+DEFAULT_SAMPLES = [
+    {"id": "s1", "text": "Where is my parcel? It has not arrived.", "status": "open", "assignee_ref": ""},
+    {"id": "s2", "text": "I want a refund for the broken kettle.", "status": "pending", "assignee_ref": ""},
+]
+
+
+def _is_uuid(value: object) -> bool:
+    """Whether an assignee reference is a member id rather than a placeholder name."""
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _assignee(ref: object) -> dict:
+    """An assignee reference as the editor's two controls: a member choice or a placeholder."""
+    ref = ref if isinstance(ref, str) else ""
+    return {"member": ref, "placeholder": ""} if _is_uuid(ref) else {"member": "", "placeholder": ref}
+
+
+def definition_to_form(definition: dict) -> dict:
+    """The editor's values for a rule definition."""
+    semantic = definition.get("semantic") or None
+    keywords = definition.get("keywords") or []
+    return {
+        "name": definition.get("name", ""),
+        "trigger": definition.get("trigger", "weekly"),
+        "slots": [{"weekdays": [str(day) for day in slot.get("weekdays", [])], "time": slot.get("time", ""),
+                   **_assignee(slot.get("assignee_ref"))} for slot in definition.get("slots") or []],
+        "assignee": _assignee(definition.get("assignee_ref")),
+        "filter": "semantic" if semantic else ("keywords" if keywords else "none"),
+        "keywords": "\n".join(keywords),
+        "labels": "\n".join(semantic["labels"]) if semantic else "",
+        "min_confidence": str(semantic["min_confidence"]) if semantic else "0.8",
+        "statuses": list(definition.get("statuses") or []),
+        "overwrite_assigned": bool(definition.get("overwrite_assigned")),
+        "max_actions": str(definition.get("max_actions", "")),
+    }
+
+
+def _rows(form: MultiDict, prefix: str) -> int:
+    """How many rows of a repeated group the form posted (`<prefix>_count`), bounded."""
+    try:
+        count = int(form.get(f"{prefix}_count", "0"))
+    except ValueError:
+        return 0
+    return max(0, min(count, _ROW_CAP))
+
+
+def _ref(member: str, placeholder: str) -> str:
+    """A chosen member wins over the placeholder text typed before binding."""
+    return member or placeholder.strip()
+
+
+def _number(text: str, kind: type):
+    """A number typed into a form; text that is not one is passed on for the service to refuse."""
+    try:
+        return kind(text.strip())
+    except ValueError:
+        return text
+
+
+def _split(text: str) -> list[str]:
+    """A comma or line separated list, blanks dropped."""
+    return [part.strip() for part in _SPLIT.split(text) if part.strip()]
+
+
+def form_values(form: MultiDict) -> dict:
+    """The editor's values as posted (what a re-render shows again)."""
+    slots = [{"weekdays": form.getlist(f"slots-{i}-weekdays"), "time": form.get(f"slots-{i}-time", ""),
+              "member": form.get(f"slots-{i}-member", ""), "placeholder": form.get(f"slots-{i}-placeholder", "")}
+             for i in range(_rows(form, "slots"))]
+    return {
+        "name": form.get("name", ""), "trigger": form.get("trigger", "weekly"), "slots": slots,
+        "assignee": {"member": form.get("assignee-member", ""), "placeholder": form.get("assignee-placeholder", "")},
+        "filter": form.get("filter", "none"), "keywords": form.get("keywords", ""),
+        "labels": form.get("labels", ""), "min_confidence": form.get("min_confidence", ""),
+        "statuses": form.getlist("statuses"), "overwrite_assigned": form.get("overwrite_assigned") == "on",
+        "max_actions": form.get("max_actions", ""),
+    }
+
+
+def values_to_definition(values: dict) -> dict:
+    """A rule definition from the editor's values: only the controls of the chosen trigger and
+    filter count, so a hidden section's leftovers never reach the rule."""
+    weekly = values["trigger"] == "weekly"
+    definition = {
+        "schema_version": 1, "name": values["name"], "timezone": "Asia/Shanghai", "trigger": values["trigger"],
+        "slots": [{"weekdays": [_number(day, int) for day in slot["weekdays"]], "time": slot["time"].strip(),
+                   "assignee_ref": _ref(slot["member"], slot["placeholder"])}
+                  for slot in values["slots"]] if weekly else [],
+        "assignee_ref": "" if weekly else _ref(values["assignee"]["member"], values["assignee"]["placeholder"]),
+        "keywords": _split(values["keywords"]) if values["filter"] == "keywords" else [],
+        "statuses": values["statuses"],
+        "overwrite_assigned": values["overwrite_assigned"],
+        "max_actions": _number(values["max_actions"], int),
+    }
+    if values["filter"] == "semantic":
+        definition["semantic"] = {"labels": _split(values["labels"]),
+                                  "min_confidence": _number(values["min_confidence"], float)}
+    return definition
+
+
+def add_row(rows: list, blank: dict, limit: int) -> list:
+    """The rows with one blank row appended, unless the limit is reached."""
+    return rows + [dict(blank)] if len(rows) < limit else rows
+
+
+def remove_row(rows: list, index: int) -> list:
+    """The rows without the one at `index` (an index out of range changes nothing)."""
+    return [row for i, row in enumerate(rows) if i != index]
+
+
+BLANK_SLOT = {"weekdays": [], "time": "09:00", "member": "", "placeholder": ""}
+BLANK_SAMPLE = {"id": "", "text": "", "status": "open", "assignee_ref": ""}
+
+
+# --- the preview panel --------------------------------------------------------------------------
+
+def sample_rows(form: MultiDict) -> list[dict]:
+    """The sample rows as posted (a re-render shows them again, blank ones included)."""
+    return [{"id": form.get(f"samples-{i}-id", ""), "text": form.get(f"samples-{i}-text", ""),
+             "status": form.get(f"samples-{i}-status", "open"),
+             "assignee_ref": form.get(f"samples-{i}-assignee", "")} for i in range(_rows(form, "samples"))]
+
+
+def pasted_samples(text: str) -> list[dict]:
+    """One sample per non-blank line: `text`, or `status<TAB>text`; ids p1, p2, …"""
+    samples = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if not line.strip():
+            continue
+        status, _, rest = line.partition("\t")
+        if rest and status.strip() in SAMPLE_STATUSES:
+            line, chosen = rest, status.strip()
+        else:
+            chosen = "open"
+        samples.append({"id": f"p{len(samples) + 1}", "text": line.strip(), "status": chosen, "assignee_ref": None})
+    return samples
+
+
+def samples_for_preview(rows: list[dict], pasted: str) -> tuple[list[dict], list[str]]:
+    """The typed rows that have text (ids default to s1, s2, …) followed by the pasted lines, and
+    where each came from (`sample row 2`, `pasted sample 1`) to place the preview's errors."""
+    typed = [(i, {"id": row["id"].strip() or f"s{i + 1}", "text": row["text"], "status": row["status"],
+                  "assignee_ref": row["assignee_ref"].strip() or None})
+             for i, row in enumerate(rows) if row["text"].strip()]
+    lines = pasted_samples(pasted)
+    origins = [f"sample row {i + 1}" for i, _ in typed] + [f"pasted sample {n + 1}" for n in range(len(lines))]
+    return [sample for _, sample in typed] + lines, origins
+
+
+def instant_value(moment: datetime | None = None) -> str:
+    """A moment as the datetime-local control's Beijing wall-clock value (now by default)."""
+    return to_beijing(moment or utcnow()).strftime("%Y-%m-%dT%H:%M")
+
+
+def instant_to_utc(text: str) -> str:
+    """The datetime-local value (Beijing time) as the UTC ISO 8601 instant the preview takes;
+    text that is not a time is passed on for the service to refuse."""
+    try:
+        local = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return text
+    if local.tzinfo is not None:
+        return text
+    return beijing_to_utc(local).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- errors at their place ----------------------------------------------------------------------
+
+def error_place(detail: str | None) -> str:
+    """Which editor control a service error's JSON path belongs to: `slots.1.time`, `slots.1`,
+    `keywords`, `semantic.labels` …, or `form` when no control matches."""
+    match = _PATH_PART.match(detail or "")
+    if not match:
+        return "form"
+    top, index, sub = match.groups()
+    if top == "slots":
+        if index is None:
+            return "slots"
+        return f"slots.{index}.{sub}" if sub in ("weekdays", "time", "assignee_ref") else f"slots.{index}"
+    if top == "semantic":
+        return f"semantic.{sub}" if sub in ("labels", "min_confidence") else "semantic"
+    if top in ("name", "trigger", "assignee_ref", "keywords", "statuses", "overwrite_assigned", "max_actions"):
+        return top
+    return "form"
+
+
+# What an error means, in words, next to its control (the code and path are shown beside it).
+_INVALID_MESSAGES = {
+    "name": "Give the rule a name of at most 80 characters on one line.",
+    "trigger": "Choose one of the three triggers.",
+    "slots": "A weekly rule needs 1 to 7 slots; the other triggers use no slots.",
+    "slot": "This slot is not valid.",
+    "slot.weekdays": "Tick at least one weekday; a weekday and time may occur only once across the slots.",
+    "slot.time": "Enter the time as HH:mm, 00:00 to 23:59 (Beijing time).",
+    "slot.assignee_ref": "Choose an agent, or type a placeholder of at most 120 characters.",
+    "assignee_ref": "Manual and message rules need an assignee: choose an agent or type a placeholder.",
+    "keywords": "Manual and message rules need exactly one filter. Keywords: at most 10, each at most "
+                "40 characters, no repeats (case is ignored).",
+    "semantic": "Use keywords or semantic labels, not both.",
+    "semantic.labels": "1 to 10 distinct labels of at most 30 characters each; 无法判断 is reserved.",
+    "semantic.min_confidence": "The confidence threshold is a number from 0.8 to 1.",
+    "statuses": "Tick open, pending or both.",
+    "overwrite_assigned": "Tick or untick the box.",
+    "max_actions": "A whole number from 1 to 100.",
+}
+_CODE_MESSAGES = {
+    "required_field_missing": "This is required.",
+    "rule_member_binding_required": "Bind this assignee: choose one of the bindable agents instead of the placeholder.",
+    "rule_member_unavailable": "This member cannot be assigned: only active, synchronized agents of this tenant "
+                               "can. Choose another agent.",
+    "version_conflict": "Someone saved a newer revision of this rule meanwhile. Your changes are still in the "
+                        "form; open the rule again to see theirs before saving yours.",
+    "rule_limit": "This tenant already has 20 rules, the most allowed.",
+    "revision_limit": "This rule already has 100 revisions, the most allowed.",
+}
+
+
+def error_message(code: str, place: str) -> str:
+    """A sentence for an error shown at `place` (see error_place)."""
+    if code in _CODE_MESSAGES:
+        return _CODE_MESSAGES[code]
+    kind = re.sub(r"^slots\.\d+", "slot", place)
+    return _INVALID_MESSAGES.get(kind, "This value is not valid here.")
+
+
+_SAMPLE_PATH = re.compile(r"^samples\[(\d+)\](?:\.(\w+))?$")
+_SAMPLE_FIELDS = {"id": "its id must be unique, on one line and at most 64 characters",
+                  "text": "its text may be at most 4,000 characters",
+                  "status": "its status must be open, pending or resolved",
+                  "assignee_ref": "its current assignee must be one line of at most 120 characters"}
+
+
+def preview_error_message(code: str, detail: str | None, origins: list[str]) -> str:
+    """A sentence for a refused preview; sample paths name the row or pasted line they came from."""
+    if detail and detail.startswith("definition"):
+        return "The rule in the editor is not valid: " + error_message(code, error_place(detail)).lower()
+    if code == "semantic_confirmation_required":
+        return "Tick the confirmation for a semantic preview: the samples go to the platform's model and use AI points."
+    if code == "invalid_instant":
+        return "Choose the instant as a date and time (Beijing time)."
+    match = _SAMPLE_PATH.match(detail or "")
+    if code in ("invalid_samples", "required_field_missing") and match:
+        index, name = int(match[1]), match[2]
+        where = origins[index] if index < len(origins) else f"sample {index + 1}"
+        return f"The {where} is not valid: {_SAMPLE_FIELDS.get(name, 'check its values')}."
+    if code == "invalid_samples":
+        return "A preview takes at most 100 samples (10 for a semantic rule)."
+    if code.startswith("model_"):
+        return "The platform's model could not classify the samples; the points of the calls it answered still count."
+    return "The preview was refused."
