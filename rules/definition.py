@@ -23,14 +23,10 @@ import hashlib
 import json
 import math
 import re
-from typing import NoReturn
 
-from core.api import ApiError
 from core.text import JS_WHITESPACE, SINGLE_LINE_BAD, utf16_units
+from core.validation import check_array, check_boolean, check_choice, check_object, fail, item_at, prop_at
 from rules.catalog import LIMITS
-
-INVALID = "invalid_definition"
-MISSING = "required_field_missing"
 
 RESERVED_LABEL = "无法判断"
 SCHEMA_VERSIONS = (1,)
@@ -48,12 +44,12 @@ SEMANTIC_CAPABILITY = "ai.semantic_routing"
 
 def validate_rule(raw: object) -> dict:
     """The normalized rule definition, or ApiError naming the JSON path of the first problem."""
-    obj = _object(raw, "", *SHAPES["definition"])
+    obj = check_object(raw, "", *SHAPES["definition"])
     definition = {
-        "schema_version": _choice(obj["schema_version"], "schema_version", SCHEMA_VERSIONS),
+        "schema_version": check_choice(obj["schema_version"], "schema_version", SCHEMA_VERSIONS),
         "name": _text(obj["name"], "name", LIMITS["name_chars"]),
-        "timezone": _choice(obj["timezone"], "timezone", TIMEZONES),
-        "trigger": _choice(obj["trigger"], "trigger", TRIGGERS),
+        "timezone": check_choice(obj["timezone"], "timezone", TIMEZONES),
+        "trigger": check_choice(obj["trigger"], "trigger", TRIGGERS),
         "slots": _slots(obj["slots"], "slots"),
         "assignee_ref": _assignee_ref(obj["assignee_ref"], "assignee_ref"),
         "keywords": _keywords(obj["keywords"], "keywords"),
@@ -61,7 +57,7 @@ def validate_rule(raw: object) -> dict:
     if "semantic" in obj:
         definition["semantic"] = _semantic(obj["semantic"], "semantic")
     definition["statuses"] = _statuses(obj["statuses"], "statuses")
-    definition["overwrite_assigned"] = _boolean(obj["overwrite_assigned"], "overwrite_assigned")
+    definition["overwrite_assigned"] = check_boolean(obj["overwrite_assigned"], "overwrite_assigned")
     definition["max_actions"] = _integer(obj["max_actions"], "max_actions", 1, LIMITS["max_actions"])
     _check_consistency(definition)
     return definition
@@ -76,7 +72,7 @@ def rule_hash(definition: dict) -> str:
 def assignee_refs(definition: dict) -> list[tuple[str, str]]:
     """(JSON path, value) of every non-empty assignee reference: the top-level one, then each slot's."""
     refs = [("assignee_ref", definition["assignee_ref"])]
-    refs += [(_at(_item("slots", index), "assignee_ref"), slot["assignee_ref"])
+    refs += [(prop_at(item_at("slots", index), "assignee_ref"), slot["assignee_ref"])
              for index, slot in enumerate(definition["slots"])]
     return [(path, value) for path, value in refs if value]
 
@@ -93,64 +89,14 @@ def rule_capabilities(definition: dict) -> list[str]:
 
 # --- paths and generic checks -------------------------------------------------------------------
 
-def _fail(path: str, code: str = INVALID) -> NoReturn:
-    """Stop at the first problem; the whole document is `$`."""
-    raise ApiError(code, 400, detail=path or "$")  # ApiError escapes a lone surrogate in a key
-
-
-def _at(path: str, name: str) -> str:
-    """The path of a property."""
-    return f"{path}.{name}" if path else name
-
-
-def _item(path: str, index: int) -> str:
-    """The path of an array item."""
-    return f"{path}[{index}]"
-
-
-def _object(value: object, path: str, required: tuple, optional: tuple = ()) -> dict:
-    """An object with no unknown properties and every required one present."""
-    if not isinstance(value, dict):
-        _fail(path)
-    known = set(required) | set(optional)
-    for name in value:
-        if name not in known:
-            _fail(_at(path, str(name)))
-    for name in required:
-        if name not in value:
-            _fail(_at(path, name), MISSING)
-    return value
-
-
-def _array(value: object, path: str, low: int, high: int) -> list:
-    """An array of `low` to `high` items."""
-    if not isinstance(value, list) or not low <= len(value) <= high:
-        _fail(path)
-    return value
-
-
-def _choice(value: object, path: str, choices: tuple):
-    """One of fixed values; numbers compare as JSON numbers (1.0 is 1) and a bool is never one."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or value not in choices:
-        _fail(path)
-    return choices[choices.index(value)]
-
-
-def _boolean(value: object, path: str) -> bool:
-    """A real JSON boolean, not a string."""
-    if not isinstance(value, bool):
-        _fail(path)
-    return value
-
-
 def _number(value: object, path: str, low: float, high: float) -> int | float:
     """A finite JSON number from `low` to `high`; an integral float is stored as an int."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _fail(path)
+        fail(path)
     if isinstance(value, float) and not math.isfinite(value):
-        _fail(path)
+        fail(path)
     if not low <= value <= high:  # int/float comparison is exact, even for huge ints
-        _fail(path)
+        fail(path)
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
@@ -158,17 +104,17 @@ def _integer(value: object, path: str, low: int, high: int) -> int:
     """A whole JSON number from `low` to `high` (2.0 is 2), stored as an int."""
     number = _number(value, path, low, high)
     if not isinstance(number, int):
-        _fail(path)
+        fail(path)
     return number
 
 
 def _text(value: object, path: str, limit: int, allow_empty: bool = False) -> str:
     """A trimmed single-line text of at most `limit` UTF-16 units, non-empty unless allowed."""
     if not isinstance(value, str):
-        _fail(path)
+        fail(path)
     trimmed = value.strip(JS_WHITESPACE)
     if not (trimmed or allow_empty) or SINGLE_LINE_BAD.search(trimmed) or utf16_units(trimmed) > limit:
-        _fail(path)
+        fail(path)
     return trimmed
 
 
@@ -178,7 +124,7 @@ def _distinct(texts: list[str], path: str, ignore_case: bool = False) -> None:
     for index, text in enumerate(texts):
         key = text.casefold() if ignore_case else text
         if key in seen:
-            _fail(_item(path, index))
+            fail(item_at(path, index))
         seen.add(key)
 
 
@@ -187,31 +133,31 @@ def _distinct(texts: list[str], path: str, ignore_case: bool = False) -> None:
 def _slots(value: object, path: str) -> list[dict]:
     """At most 7 slots; no weekday and time occurs twice, within a slot or across slots (the later
     occurrence is refused)."""
-    items = _array(value, path, 0, LIMITS["slots"])
-    slots = [_slot(item, _item(path, index)) for index, item in enumerate(items)]
+    items = check_array(value, path, 0, LIMITS["slots"])
+    slots = [_slot(item, item_at(path, index)) for index, item in enumerate(items)]
     seen = set()
     for index, slot in enumerate(slots):
         for position, weekday in enumerate(slot["weekdays"]):
             if (weekday, slot["time"]) in seen:
-                _fail(_item(_at(_item(path, index), "weekdays"), position))
+                fail(item_at(prop_at(item_at(path, index), "weekdays"), position))
             seen.add((weekday, slot["time"]))
     return slots
 
 
 def _slot(value: object, path: str) -> dict:
     """Weekdays (1 Monday to 7 Sunday), an HH:mm Beijing time and an assignee reference."""
-    obj = _object(value, path, *SHAPES["slot"])
-    weekdays_path = _at(path, "weekdays")
-    items = _array(obj["weekdays"], weekdays_path, 1, len(WEEKDAYS))
-    weekdays = [_choice(item, _item(weekdays_path, index), WEEKDAYS) for index, item in enumerate(items)]
-    return {"weekdays": weekdays, "time": _time(obj["time"], _at(path, "time")),
-            "assignee_ref": _text(obj["assignee_ref"], _at(path, "assignee_ref"), LIMITS["assignee_ref_chars"])}
+    obj = check_object(value, path, *SHAPES["slot"])
+    weekdays_path = prop_at(path, "weekdays")
+    items = check_array(obj["weekdays"], weekdays_path, 1, len(WEEKDAYS))
+    weekdays = [check_choice(item, item_at(weekdays_path, index), WEEKDAYS) for index, item in enumerate(items)]
+    return {"weekdays": weekdays, "time": _time(obj["time"], prop_at(path, "time")),
+            "assignee_ref": _text(obj["assignee_ref"], prop_at(path, "assignee_ref"), LIMITS["assignee_ref_chars"])}
 
 
 def _time(value: object, path: str) -> str:
     """A time of day as `HH:mm`, 00:00 to 23:59, two digits each."""
     if not isinstance(value, str) or not TIME_RE.fullmatch(value):
-        _fail(path)
+        fail(path)
     return value
 
 
@@ -222,32 +168,32 @@ def _assignee_ref(value: object, path: str) -> str:
 
 def _keywords(value: object, path: str) -> list[str]:
     """At most 10 keywords of at most 40 characters, none repeating another ignoring case."""
-    items = _array(value, path, 0, LIMITS["keywords"])
-    keywords = [_text(item, _item(path, index), LIMITS["keyword_chars"]) for index, item in enumerate(items)]
+    items = check_array(value, path, 0, LIMITS["keywords"])
+    keywords = [_text(item, item_at(path, index), LIMITS["keyword_chars"]) for index, item in enumerate(items)]
     _distinct(keywords, path, ignore_case=True)
     return keywords
 
 
 def _semantic(value: object, path: str) -> dict:
     """1 to 10 unique intent labels, none containing the reserved label, and a 0.8 to 1 threshold."""
-    obj = _object(value, path, *SHAPES["semantic"])
-    labels_path = _at(path, "labels")
-    items = _array(obj["labels"], labels_path, 1, LIMITS["semantic_labels"])
-    labels = [_text(item, _item(labels_path, index), LIMITS["semantic_label_chars"])
+    obj = check_object(value, path, *SHAPES["semantic"])
+    labels_path = prop_at(path, "labels")
+    items = check_array(obj["labels"], labels_path, 1, LIMITS["semantic_labels"])
+    labels = [_text(item, item_at(labels_path, index), LIMITS["semantic_label_chars"])
               for index, item in enumerate(items)]
     for index, label in enumerate(labels):
         if RESERVED_LABEL in label:
-            _fail(_item(labels_path, index))
+            fail(item_at(labels_path, index))
     _distinct(labels, labels_path)
     return {"labels": labels,
-            "min_confidence": _number(obj["min_confidence"], _at(path, "min_confidence"),
+            "min_confidence": _number(obj["min_confidence"], prop_at(path, "min_confidence"),
                                       LIMITS["min_confidence_low"], LIMITS["min_confidence_high"])}
 
 
 def _statuses(value: object, path: str) -> list[str]:
     """A non-empty set of the conversation statuses a rule may touch, in the order written."""
-    items = _array(value, path, 1, len(STATUSES))
-    statuses = [_choice(item, _item(path, index), STATUSES) for index, item in enumerate(items)]
+    items = check_array(value, path, 1, len(STATUSES))
+    statuses = [check_choice(item, item_at(path, index), STATUSES) for index, item in enumerate(items)]
     _distinct(statuses, path)
     return statuses
 
@@ -256,18 +202,18 @@ def _check_consistency(definition: dict) -> None:
     """The spec's consistency rules, each reported at the property that breaks it, in table order."""
     if definition["trigger"] == "weekly":
         if not definition["slots"]:
-            _fail("slots")
+            fail("slots")
         if definition["assignee_ref"]:
-            _fail("assignee_ref")
+            fail("assignee_ref")
     else:
         if definition["slots"]:
-            _fail("slots")
+            fail("slots")
         if not definition["assignee_ref"]:
-            _fail("assignee_ref")
+            fail("assignee_ref")
         if not definition["keywords"] and "semantic" not in definition:
-            _fail("keywords")
+            fail("keywords")
     if definition["keywords"] and "semantic" in definition:
-        _fail("semantic")
+        fail("semantic")
 
 
 # Every object of a rule definition: (required properties in spec order, optional properties). The

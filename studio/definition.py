@@ -33,15 +33,12 @@ import hashlib
 import json
 import math
 import re
-from typing import NoReturn
 
-from core.api import ApiError
+from core.text import JS_WHITESPACE, MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
+from core.validation import (MISSING, check_array, check_boolean, check_choice, check_object, fail,
+                             item_at, prop_at)
 from studio.catalog import FIELD_TYPES, LIMITS, OPERATORS
 from studio.engine import is_calendar_date
-from core.text import JS_WHITESPACE, MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
-
-INVALID = "invalid_definition"
-MISSING = "required_field_missing"
 
 
 KEY_RE = re.compile(r"[a-z][a-z0-9_]{0,31}", re.ASCII)  # used with fullmatch: no trailing newline
@@ -63,9 +60,9 @@ CODE_LANGUAGES = ("javascript",)
 
 def validate_definition(raw: object) -> dict:
     """The normalized definition, or ApiError naming the JSON path of the first problem."""
-    obj = _object(raw, "", *SHAPES["definition"])
+    obj = check_object(raw, "", *SHAPES["definition"])
     definition = {
-        "schema_version": _choice(obj["schema_version"], "schema_version", SCHEMA_VERSIONS),
+        "schema_version": check_choice(obj["schema_version"], "schema_version", SCHEMA_VERSIONS),
         "name": _text(obj["name"], "name", LIMITS["name_chars"]),
         "description": _text(obj["description"], "description", LIMITS["description_chars"], multiline=True),
         "page": _page(obj["page"], "page"),
@@ -80,7 +77,7 @@ def validate_definition(raw: object) -> dict:
             if section:  # an empty charts or actions list is dropped: it hashes like none
                 definition[name] = section
     if len(_canonical(definition)) > LIMITS["definition_bytes"]:
-        _fail("")
+        fail("")
     return definition
 
 
@@ -117,98 +114,48 @@ def _canonical(definition: dict) -> bytes:
 
 # --- paths and generic checks -------------------------------------------------------------------
 
-def _fail(path: str, code: str = INVALID) -> NoReturn:
-    """Stop at the first problem; the whole document is `$`."""
-    raise ApiError(code, 400, detail=path or "$")  # ApiError escapes a lone surrogate in a key
-
-
-def _at(path: str, name: str) -> str:
-    """The path of a property."""
-    return f"{path}.{name}" if path else name
-
-
-def _item(path: str, index: int) -> str:
-    """The path of an array item."""
-    return f"{path}[{index}]"
-
-
-def _object(value: object, path: str, required: tuple, optional: tuple = ()) -> dict:
-    """An object with no unknown properties and every required one present."""
-    if not isinstance(value, dict):
-        _fail(path)
-    known = set(required) | set(optional)
-    for name in value:
-        if name not in known:
-            _fail(_at(path, str(name)))
-    for name in required:
-        if name not in value:
-            _fail(_at(path, name), MISSING)
-    return value
-
-
-def _array(value: object, path: str, low: int, high: int) -> list:
-    """An array of `low` to `high` items."""
-    if not isinstance(value, list) or not low <= len(value) <= high:
-        _fail(path)
-    return value
-
-
-def _choice(value: object, path: str, choices: tuple):
-    """One of fixed values; numbers compare as JSON numbers (1.0 is 1) and a bool is never one."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or value not in choices:
-        _fail(path)
-    return choices[choices.index(value)]
-
-
-def _boolean(value: object, path: str) -> bool:
-    """A real JSON boolean, not a string."""
-    if not isinstance(value, bool):
-        _fail(path)
-    return value
-
-
 def _text(value: object, path: str, limit: int, multiline: bool = False) -> str:
     """A trimmed, non-empty text of at most `limit` UTF-16 units without control characters."""
     if not isinstance(value, str):
-        _fail(path)
+        fail(path)
     trimmed = value.strip(JS_WHITESPACE)
     if not trimmed or (MULTI_LINE_BAD if multiline else SINGLE_LINE_BAD).search(trimmed) \
             or utf16_units(trimmed) > limit:
-        _fail(path)
+        fail(path)
     return trimmed
 
 
 def _raw_text(value: object, path: str, limit: int, multiline: bool) -> str:
     """A non-blank string kept exactly as written (rule constants, script source)."""
     if not isinstance(value, str) or is_blank(value):
-        _fail(path)
+        fail(path)
     if (MULTI_LINE_BAD if multiline else SINGLE_LINE_BAD).search(value) or utf16_units(value) > limit:
-        _fail(path)
+        fail(path)
     return value
 
 
 def _number(value: object, path: str) -> int | float:
     """A finite JSON number within ±1e12; an integral float is stored as an int."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _fail(path)
+        fail(path)
     if isinstance(value, float) and not math.isfinite(value):
-        _fail(path)
+        fail(path)
     if abs(value) > NUMBER_MAX:  # int/float comparison is exact, even for huge ints
-        _fail(path)
+        fail(path)
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _key(value: object, path: str) -> str:
     """A lowercase ASCII identifier of at most 32 characters."""
     if not isinstance(value, str) or not KEY_RE.fullmatch(value):
-        _fail(path)
+        fail(path)
     return value
 
 
 def _field_ref(value: object, path: str, fields: dict, types: tuple = FIELD_TYPES) -> str:
     """The key of a declared field whose type is one of `types`."""
     if not isinstance(value, str) or value not in fields or fields[value]["type"] not in types:
-        _fail(path)
+        fail(path)
     return value
 
 
@@ -217,7 +164,7 @@ def _distinct_keys(items: list, path: str, key: str = "key") -> None:
     seen = set()
     for index, item in enumerate(items):
         if item[key] in seen:
-            _fail(_at(_item(path, index), key))
+            fail(prop_at(item_at(path, index), key))
         seen.add(item[key])
 
 
@@ -225,59 +172,59 @@ def _distinct_strings(values: list, path: str) -> None:
     """Refuse the first string that repeats an earlier one."""
     for index, value in enumerate(values):
         if value in values[:index]:
-            _fail(_item(path, index))
+            fail(item_at(path, index))
 
 
 # --- page, fields, table ------------------------------------------------------------------------
 
 def _page(value: object, path: str) -> dict:
     """The page title, description, column count and submit label."""
-    obj = _object(value, path, *SHAPES["page"])
-    return {"title": _text(obj["title"], _at(path, "title"), LIMITS["page_title_chars"]),
-            "description": _text(obj["description"], _at(path, "description"), LIMITS["description_chars"],
+    obj = check_object(value, path, *SHAPES["page"])
+    return {"title": _text(obj["title"], prop_at(path, "title"), LIMITS["page_title_chars"]),
+            "description": _text(obj["description"], prop_at(path, "description"), LIMITS["description_chars"],
                                  multiline=True),
-            "columns": _choice(obj["columns"], _at(path, "columns"), PAGE_COLUMNS),
-            "submit_label": _text(obj["submit_label"], _at(path, "submit_label"), LIMITS["submit_label_chars"])}
+            "columns": check_choice(obj["columns"], prop_at(path, "columns"), PAGE_COLUMNS),
+            "submit_label": _text(obj["submit_label"], prop_at(path, "submit_label"), LIMITS["submit_label_chars"])}
 
 
 def _fields(value: object, path: str) -> list[dict]:
     """1 to 12 fields with unique keys."""
-    items = _array(value, path, 1, LIMITS["fields"])
-    fields = [_field(item, _item(path, index)) for index, item in enumerate(items)]
+    items = check_array(value, path, 1, LIMITS["fields"])
+    fields = [_field(item, item_at(path, index)) for index, item in enumerate(items)]
     _distinct_keys(fields, path)
     return fields
 
 
 def _field(value: object, path: str) -> dict:
     """One field; only a select carries (and must carry) options."""
-    obj = _object(value, path, *SHAPES["field"])
-    key = _key(obj["key"], _at(path, "key"))
+    obj = check_object(value, path, *SHAPES["field"])
+    key = _key(obj["key"], prop_at(path, "key"))
     if key in RESERVED_KEYS:
-        _fail(_at(path, "key"))
-    field = {"key": key, "label": _text(obj["label"], _at(path, "label"), LIMITS["field_label_chars"]),
-             "type": _choice(obj["type"], _at(path, "type"), FIELD_TYPES),
-             "required": _boolean(obj["required"], _at(path, "required"))}
+        fail(prop_at(path, "key"))
+    field = {"key": key, "label": _text(obj["label"], prop_at(path, "label"), LIMITS["field_label_chars"]),
+             "type": check_choice(obj["type"], prop_at(path, "type"), FIELD_TYPES),
+             "required": check_boolean(obj["required"], prop_at(path, "required"))}
     if field["type"] == "select":
         if "options" not in obj:
-            _fail(_at(path, "options"), MISSING)
-        field["options"] = _options(obj["options"], _at(path, "options"))
+            fail(prop_at(path, "options"), MISSING)
+        field["options"] = _options(obj["options"], prop_at(path, "options"))
     elif "options" in obj:
-        _fail(_at(path, "options"))
+        fail(prop_at(path, "options"))
     return field
 
 
 def _options(value: object, path: str) -> list[str]:
     """1 to 12 distinct single-line option texts."""
-    items = _array(value, path, 1, LIMITS["select_options"])
-    options = [_text(item, _item(path, index), LIMITS["option_chars"]) for index, item in enumerate(items)]
+    items = check_array(value, path, 1, LIMITS["select_options"])
+    options = [_text(item, item_at(path, index), LIMITS["option_chars"]) for index, item in enumerate(items)]
     _distinct_strings(options, path)
     return options
 
 
 def _table_columns(value: object, path: str, fields: dict) -> list[str]:
     """1 to 12 distinct declared field keys in display order."""
-    items = _array(value, path, 1, LIMITS["table_columns"])
-    columns = [_field_ref(item, _item(path, index), fields) for index, item in enumerate(items)]
+    items = check_array(value, path, 1, LIMITS["table_columns"])
+    columns = [_field_ref(item, item_at(path, index), fields) for index, item in enumerate(items)]
     _distinct_strings(columns, path)
     return columns
 
@@ -286,38 +233,38 @@ def _table_columns(value: object, path: str, fields: dict) -> list[str]:
 
 def _workflow(value: object, path: str, fields: dict) -> dict:
     """The fixed submit trigger and 0 to 8 rules."""
-    obj = _object(value, path, *SHAPES["workflow"])
-    trigger = _choice(obj["trigger"], _at(path, "trigger"), TRIGGERS)
-    rules_path = _at(path, "rules")
-    items = _array(obj["rules"], rules_path, 0, LIMITS["rules"])
+    obj = check_object(value, path, *SHAPES["workflow"])
+    trigger = check_choice(obj["trigger"], prop_at(path, "trigger"), TRIGGERS)
+    rules_path = prop_at(path, "rules")
+    items = check_array(obj["rules"], rules_path, 0, LIMITS["rules"])
     return {"trigger": trigger,
-            "rules": [_rule(item, _item(rules_path, index), fields) for index, item in enumerate(items)]}
+            "rules": [_rule(item, item_at(rules_path, index), fields) for index, item in enumerate(items)]}
 
 
 def _rule(value: object, path: str, fields: dict) -> dict:
     """One if-then rule: a condition on one field, a constant for another."""
-    obj = _object(value, path, *SHAPES["rule"])
-    return {"name": _text(obj["name"], _at(path, "name"), LIMITS["rule_name_chars"]),
-            "when": _when(obj["when"], _at(path, "when"), fields),
-            "then": _then(obj["then"], _at(path, "then"), fields)}
+    obj = check_object(value, path, *SHAPES["rule"])
+    return {"name": _text(obj["name"], prop_at(path, "name"), LIMITS["rule_name_chars"]),
+            "when": _when(obj["when"], prop_at(path, "when"), fields),
+            "then": _then(obj["then"], prop_at(path, "then"), fields)}
 
 
 def _when(value: object, path: str, fields: dict) -> dict:
     """A condition whose operator suits its field's type and whose value is of that type."""
-    obj = _object(value, path, *SHAPES["when"])
-    field = fields[_field_ref(obj["field"], _at(path, "field"), fields)]
-    operator = _choice(obj["operator"], _at(path, "operator"), tuple(OPERATORS))
+    obj = check_object(value, path, *SHAPES["when"])
+    field = fields[_field_ref(obj["field"], prop_at(path, "field"), fields)]
+    operator = check_choice(obj["operator"], prop_at(path, "operator"), tuple(OPERATORS))
     if field["type"] not in OPERATORS[operator]:
-        _fail(_at(path, "operator"))
+        fail(prop_at(path, "operator"))
     return {"field": field["key"], "operator": operator,
-            "value": _constant(obj["value"], _at(path, "value"), field)}
+            "value": _constant(obj["value"], prop_at(path, "value"), field)}
 
 
 def _then(value: object, path: str, fields: dict) -> dict:
     """An assignment of a constant of the target field's type."""
-    obj = _object(value, path, *SHAPES["then"])
-    field = fields[_field_ref(obj["field"], _at(path, "field"), fields)]
-    return {"field": field["key"], "value": _constant(obj["value"], _at(path, "value"), field)}
+    obj = check_object(value, path, *SHAPES["then"])
+    field = fields[_field_ref(obj["field"], prop_at(path, "field"), fields)]
+    return {"field": field["key"], "value": _constant(obj["value"], prop_at(path, "value"), field)}
 
 
 def _constant(value: object, path: str, field: dict):
@@ -332,14 +279,14 @@ def _constant(value: object, path: str, field: dict):
     if kind == "date":
         return _date(value, path)
     if kind == "select":
-        return _choice(value, path, tuple(field["options"]))
-    return _boolean(value, path)
+        return check_choice(value, path, tuple(field["options"]))
+    return check_boolean(value, path)
 
 
 def _date(value: object, path: str) -> str:
     """A YYYY-MM-DD string naming a real calendar day."""
     if not is_calendar_date(value):
-        _fail(path)
+        fail(path)
     return value
 
 
@@ -347,27 +294,27 @@ def _date(value: object, path: str) -> str:
 
 def _charts(value: object, path: str, fields: dict) -> list[dict]:
     """At most 3 charts with unique keys."""
-    items = _array(value, path, 0, LIMITS["charts"])
-    charts = [_chart(item, _item(path, index), fields) for index, item in enumerate(items)]
+    items = check_array(value, path, 0, LIMITS["charts"])
+    charts = [_chart(item, item_at(path, index), fields) for index, item in enumerate(items)]
     _distinct_keys(charts, path)
     return charts
 
 
 def _chart(value: object, path: str, fields: dict) -> dict:
     """A bar or date line chart: count, or sum/average of a number field."""
-    obj = _object(value, path, *SHAPES["chart"])
-    chart = {"key": _key(obj["key"], _at(path, "key")),
-             "title": _text(obj["title"], _at(path, "title"), LIMITS["chart_title_chars"]),
-             "type": _choice(obj["type"], _at(path, "type"), CHART_TYPES)}
+    obj = check_object(value, path, *SHAPES["chart"])
+    chart = {"key": _key(obj["key"], prop_at(path, "key")),
+             "title": _text(obj["title"], prop_at(path, "title"), LIMITS["chart_title_chars"]),
+             "type": check_choice(obj["type"], prop_at(path, "type"), CHART_TYPES)}
     group_types = ("date",) if chart["type"] == "line" else GROUPABLE_TYPES
-    chart["group_by"] = _field_ref(obj["group_by"], _at(path, "group_by"), fields, group_types)
-    chart["metric"] = _choice(obj["metric"], _at(path, "metric"), CHART_METRICS)
-    value_path = _at(path, "value_field")
+    chart["group_by"] = _field_ref(obj["group_by"], prop_at(path, "group_by"), fields, group_types)
+    chart["metric"] = check_choice(obj["metric"], prop_at(path, "metric"), CHART_METRICS)
+    value_path = prop_at(path, "value_field")
     if chart["metric"] == "count":
         if "value_field" in obj:
-            _fail(value_path)
+            fail(value_path)
     elif "value_field" not in obj:
-        _fail(value_path, MISSING)
+        fail(value_path, MISSING)
     else:
         chart["value_field"] = _field_ref(obj["value_field"], value_path, fields, ("number",))
     return chart
@@ -375,9 +322,9 @@ def _chart(value: object, path: str, fields: dict) -> dict:
 
 def _code(value: object, path: str, fields: dict) -> dict:
     """A JavaScript function body; checked for shape only, never trimmed."""
-    obj = _object(value, path, *SHAPES["code"])
-    return {"language": _choice(obj["language"], _at(path, "language"), CODE_LANGUAGES),
-            "source": _raw_text(obj["source"], _at(path, "source"), LIMITS["script_source_chars"],
+    obj = check_object(value, path, *SHAPES["code"])
+    return {"language": check_choice(obj["language"], prop_at(path, "language"), CODE_LANGUAGES),
+            "source": _raw_text(obj["source"], prop_at(path, "source"), LIMITS["script_source_chars"],
                                 multiline=True)}
 
 
@@ -392,46 +339,46 @@ WORKBENCH_CHOICES = {
 
 def _workbench(value: object, path: str, fields: dict) -> dict:
     """Workbench style settings; each optional, but at least one."""
-    obj = _object(value, path, *SHAPES["workbench"])
+    obj = check_object(value, path, *SHAPES["workbench"])
     if not obj:
-        _fail(path)
+        fail(path)
     settings = {}
     if "title" in obj:
-        settings["title"] = _text(obj["title"], _at(path, "title"), LIMITS["workbench_title_chars"])
+        settings["title"] = _text(obj["title"], prop_at(path, "title"), LIMITS["workbench_title_chars"])
     for name, choices in WORKBENCH_CHOICES.items():
         if name in obj:
-            settings[name] = _choice(obj[name], _at(path, name), choices)
+            settings[name] = check_choice(obj[name], prop_at(path, name), choices)
     return settings
 
 
 def _intent(value: object, path: str, fields: dict) -> dict:
     """1 to 10 unique classification labels, none containing the reserved 'cannot tell' label."""
-    obj = _object(value, path, *SHAPES["intent"])
-    labels_path = _at(path, "labels")
-    items = _array(obj["labels"], labels_path, 1, LIMITS["intent_labels"])
-    labels = [_text(item, _item(labels_path, index), LIMITS["intent_label_chars"])
+    obj = check_object(value, path, *SHAPES["intent"])
+    labels_path = prop_at(path, "labels")
+    items = check_array(obj["labels"], labels_path, 1, LIMITS["intent_labels"])
+    labels = [_text(item, item_at(labels_path, index), LIMITS["intent_label_chars"])
               for index, item in enumerate(items)]
     for index, label in enumerate(labels):
         if RESERVED_LABEL in label:
-            _fail(_item(labels_path, index))
+            fail(item_at(labels_path, index))
     _distinct_strings(labels, labels_path)
     return {"labels": labels}
 
 
 def _actions(value: object, path: str, fields: dict) -> list[dict]:
     """At most 2 record actions with unique keys."""
-    items = _array(value, path, 0, LIMITS["actions"])
-    actions = [_action(item, _item(path, index), fields) for index, item in enumerate(items)]
+    items = check_array(value, path, 0, LIMITS["actions"])
+    actions = [_action(item, item_at(path, index), fields) for index, item in enumerate(items)]
     _distinct_keys(actions, path)
     return actions
 
 
 def _action(value: object, path: str, fields: dict) -> dict:
     """An http action (chosen fields) or a campaign draft action (name, content, audience tag)."""
-    obj = _object(value, path, *SHAPES["action"])
-    action = {"key": _key(obj["key"], _at(path, "key")),
-              "title": _text(obj["title"], _at(path, "title"), LIMITS["action_title_chars"]),
-              "kind": _choice(obj["kind"], _at(path, "kind"), tuple(ACTION_CAPABILITIES))}
+    obj = check_object(value, path, *SHAPES["action"])
+    action = {"key": _key(obj["key"], prop_at(path, "key")),
+              "title": _text(obj["title"], prop_at(path, "title"), LIMITS["action_title_chars"]),
+              "kind": check_choice(obj["kind"], prop_at(path, "kind"), tuple(ACTION_CAPABILITIES))}
     if action["kind"] == "http":
         return {**action, **_http_action(obj, path, fields)}
     return {**action, **_campaign_action(obj, path, fields)}
@@ -441,12 +388,12 @@ def _http_action(obj: dict, path: str, fields: dict) -> dict:
     """The http part: 1 to 12 distinct declared fields to send, no campaign properties."""
     for name in CAMPAIGN_PROPERTIES:
         if name in obj:
-            _fail(_at(path, name))
-    fields_path = _at(path, "fields")
+            fail(prop_at(path, name))
+    fields_path = prop_at(path, "fields")
     if "fields" not in obj:
-        _fail(fields_path, MISSING)
-    items = _array(obj["fields"], fields_path, 1, LIMITS["fields"])
-    keys = [_field_ref(item, _item(fields_path, index), fields) for index, item in enumerate(items)]
+        fail(fields_path, MISSING)
+    items = check_array(obj["fields"], fields_path, 1, LIMITS["fields"])
+    keys = [_field_ref(item, item_at(fields_path, index), fields) for index, item in enumerate(items)]
     _distinct_strings(keys, fields_path)
     return {"fields": keys}
 
@@ -454,14 +401,14 @@ def _http_action(obj: dict, path: str, fields: dict) -> dict:
 def _campaign_action(obj: dict, path: str, fields: dict) -> dict:
     """The campaign part: name and content fields, an optional audience tag field, no `fields`."""
     if "fields" in obj:
-        _fail(_at(path, "fields"))
+        fail(prop_at(path, "fields"))
     part = {}
     for name in ("name_field", "content_field"):
         if name not in obj:
-            _fail(_at(path, name), MISSING)
-        part[name] = _field_ref(obj[name], _at(path, name), fields, CAMPAIGN_TEXT_TYPES)
+            fail(prop_at(path, name), MISSING)
+        part[name] = _field_ref(obj[name], prop_at(path, name), fields, CAMPAIGN_TEXT_TYPES)
     if "audience_tag_field" in obj:
-        part["audience_tag_field"] = _field_ref(obj["audience_tag_field"], _at(path, "audience_tag_field"),
+        part["audience_tag_field"] = _field_ref(obj["audience_tag_field"], prop_at(path, "audience_tag_field"),
                                                 fields, AUDIENCE_TAG_TYPES)
     return part
 
