@@ -66,3 +66,15 @@ def console_json_body(limit: int) -> dict:
 def _reject_constant(name: str):
     """NaN and Infinity are not JSON."""
     raise ValueError(name)
+
+
+def only_properties(body: dict, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
+    """The body when it has no property outside `allowed` (else 400 invalid_json naming the first)
+    and every one of `required` (else 400 required_field_missing naming the first missing)."""
+    unknown = [name for name in body if name not in allowed]
+    if unknown:
+        raise ApiError("invalid_json", 400, detail=unknown[0])
+    missing = [name for name in required if name not in body]
+    if missing:
+        raise ApiError("required_field_missing", 400, detail=missing[0])
+    return body

@@ -15,6 +15,7 @@ from core import audit
 from core.api import ApiError, parse_uuid
 from core.clock import iso, utcnow
 from core.db import db
+from core.guards import only_properties
 from core.once import take_tenant_slot
 from desk.models import Member
 from rules.catalog import LIMITS
@@ -56,16 +57,6 @@ def required_permissions(definition: dict, mode: str) -> list[str]:
     if "semantic" in definition:
         permissions += SEMANTIC_PERMISSIONS
     return permissions
-
-
-def _properties(body: dict, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> None:
-    """Refuse unknown properties (400 invalid_json) and missing ones (400 required_field_missing)."""
-    unknown = [name for name in body if name not in allowed]
-    if unknown:
-        raise ApiError("invalid_json", 400, detail=unknown[0])
-    missing = [name for name in required if name not in body]
-    if missing:
-        raise ApiError("required_field_missing", 400, detail=missing[0])
 
 
 def _revision_number(value: object) -> int:
@@ -213,12 +204,12 @@ def _bound_definition(tenant_id: uuid.UUID, raw: object) -> dict:
 
 def save_rule(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, body: dict) -> dict:
     """Save a new rule, or a new draft revision of one; the published revision stays live."""
-    _properties(body, SAVE_PROPERTIES, ("definition",))
+    only_properties(body, SAVE_PROPERTIES, ("definition",))
     if "rule_id" not in body and "expected_revision" not in body:
         definition = _bound_definition(tenant_id, body["definition"])
         found = _new_rule(tenant_id, actor_id, definition)
     else:
-        _properties(body, SAVE_PROPERTIES, SAVE_PROPERTIES)
+        only_properties(body, SAVE_PROPERTIES, SAVE_PROPERTIES)
         found = _get_rule(tenant_id, parse_uuid(body["rule_id"], "invalid_rule_id"))
         expected = _revision_number(body["expected_revision"])
         definition = _bound_definition(tenant_id, body["definition"])
@@ -299,7 +290,7 @@ def _swap_live_revision(found: AutomationRule, expected: int | None, number: int
 
 def publish(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body: dict) -> dict:
     """Publish a revision under a fresh grant for the confirmed mode; the old grant is revoked."""
-    _properties(body, PUBLISH_PROPERTIES, ("revision", "expected_active_revision"))
+    only_properties(body, PUBLISH_PROPERTIES, ("revision", "expected_active_revision"))
     found = _get_rule(tenant_id, rule_id)
     _planning_enabled()
     number = _revision_number(body["revision"])
@@ -332,7 +323,7 @@ def publish(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body:
 def pause(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body: dict) -> dict:
     """Pause a published rule: its grant is revoked, so commands carrying it are blocked
     (409 rule_not_published for a draft or an already paused rule)."""
-    _properties(body, ())
+    only_properties(body, ())
     found = _get_rule(tenant_id, rule_id)
     paused = db.session.execute(update(AutomationRule).where(
         AutomationRule.id == found.id, AutomationRule.tenant_id == tenant_id,

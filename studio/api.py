@@ -6,7 +6,7 @@ from flask_login import current_user
 
 from core.api import ApiError, ok, parse_uuid
 from core.db import db
-from core.guards import console_json_body
+from core.guards import console_json_body, only_properties
 from core.web import answer_unreachable_stores, close_when_off
 from desk.sessions import admin_console_required, current_member
 from studio import apps, generation, knowledge_ref, records
@@ -21,14 +21,7 @@ close_when_off(bp, "EXTENSIONS_ENABLED", "extensions_disabled")
 
 def _body(allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
     """The guarded JSON body with only `allowed` properties and every `required` one."""
-    body = console_json_body(LIMITS["body_bytes"])
-    unknown = [name for name in body if name not in allowed]
-    if unknown:
-        raise ApiError("invalid_json", 400, detail=unknown[0])
-    missing = [name for name in required if name not in body]
-    if missing:
-        raise ApiError("required_field_missing", 400, detail=missing[0])
-    return body
+    return only_properties(console_json_body(LIMITS["body_bytes"]), allowed, required)
 
 
 def _version_number(value: object) -> int:
