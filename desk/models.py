@@ -20,7 +20,10 @@ CONVERSATION_STATUSES = ("open", "pending", "resolved")
 DIRECTIONS = ("inbound", "outbound")
 MESSAGE_KINDS = ("public", "private_note")
 KNOWLEDGE_STATUSES = ("draft", "published", "expired")
-AI_USES = ("generation", "intent", "semantic_preview")
+AI_USES = ("generation", "intent", "semantic_preview", "semantic_routing")
+# A command receipt of the atomic assignment adapter (document 2), one per plan and conversation.
+RECEIPT_STATES = ("pending", "sending", "applied", "state_changed", "rejected", "command_conflict", "uncertain",
+                  "cancelled")
 ACCOUNT_KINDS = ("independent", "shared")
 
 
@@ -265,3 +268,22 @@ class AiPointsEntry(UUIDPrimaryKey, Base):
     output_tokens: Mapped[int]
     points: Mapped[int]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AssignmentReceipt(UUIDPrimaryKey, Base):
+    """The idempotent receipt of one assignment command: created once per command key (a plan, a
+    scheduled round, a message event) and conversation, and moved to its outcome by the atomic
+    adapter in the same transaction as the reassignment it records."""
+
+    __tablename__ = "assignment_receipt"
+    __table_args__ = (UniqueConstraint("command_key", "conversation_id"), one_of("status", RECEIPT_STATES))
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    command_key: Mapped[str] = mapped_column(String(80))  # e.g. "run:<run id>"
+    conversation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("conversation.id"))
+    target_member_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("member.id"))
+    snapshot: Mapped[dict] = mapped_column(JSON)  # the conversation as planned, compared before writing
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    reason: Mapped[str | None] = mapped_column(String(60))  # why rejected, cancelled or uncertain
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -18,6 +18,9 @@ from desk.models import one_of
 RULE_STATES = ("draft", "published", "paused")
 EXECUTION_MODES = ("plan_only", "scheduled", "message_event")
 TRIGGERS = ("weekly", "manual_sample", "message_received")
+RUN_KINDS = ("manual", "scheduled", "message_event")
+RUN_STATES = ("queued", "running", "complete", "partial", "cancelled", "failed", "missed")
+SCHEDULE_EXECUTION_STATES = ("queued", "skipped")
 
 
 class RuleTenantUsage(TenantAppCount, Base):
@@ -76,3 +79,53 @@ class AutomationGrant(UUIDPrimaryKey, Base):
     granted_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("user.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None]
+
+
+class AutomationRun(UUIDPrimaryKey, Base):
+    """One plan of a published rule (mode plan_only, never executed by itself): manual, for a
+    scheduled slot time, or for one message event. Executing it is a separate, later step."""
+
+    __tablename__ = "automation_run"
+    __table_args__ = (one_of("kind", RUN_KINDS), one_of("status", RUN_STATES),
+                      Index("ix_automation_run_rule_id_created_at", "rule_id", "created_at"),
+                      Index("ix_automation_run_tenant_id_status", "tenant_id", "status"),
+                      UniqueConstraint("rule_id", "planned_for"),  # one run per scheduled slot time
+                      UniqueConstraint("rule_id", "message_id"))  # one run per rule and message
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    rule_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("automation_rule.id"))
+    revision: Mapped[int]
+    grant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("automation_grant.id"))
+    kind: Mapped[str] = mapped_column(String(20))
+    mode: Mapped[str] = mapped_column(String(20), default="plan_only")
+    executed: Mapped[bool] = mapped_column(default=False)
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    planned_for: Mapped[datetime | None]  # the slot time a weekly plan is for
+    message_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("message.id"))
+    scanned: Mapped[int] = mapped_column(default=0)
+    planned_count: Mapped[int] = mapped_column(default=0)
+    schedule_execution_state: Mapped[str | None] = mapped_column(String(20))
+    schedule_execution_code: Mapped[str | None] = mapped_column(String(60))
+    requested_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    approved_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    execution_requested_at: Mapped[datetime | None]
+
+
+class AutomationRunItem(UUIDPrimaryKey, Base):
+    """A plan's decision for one conversation: the target and the reason, and the conversation's
+    atomic snapshot when it is planned. No message text is stored."""
+
+    __tablename__ = "automation_run_item"
+    __table_args__ = (UniqueConstraint("run_id", "conversation_id"),)
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("automation_run.id"))
+    conversation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("conversation.id"))
+    planned: Mapped[bool] = mapped_column(default=False)
+    target_member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
+    reason: Mapped[str] = mapped_column(String(60))
+    detail: Mapped[dict | None] = mapped_column(JSON)
+    snapshot: Mapped[dict | None] = mapped_column(JSON)

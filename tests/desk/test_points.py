@@ -68,7 +68,8 @@ def test_usage_summary_totals_per_kind_and_per_beijing_day(tenant):
     assert summary["by_kind"] == {
         "generation": {"uses": 1, "input_tokens": 1200, "output_tokens": 300, "points": 2},
         "intent": {"uses": 2, "input_tokens": 600, "output_tokens": 520, "points": 2},
-        "semantic_preview": {"uses": 1, "input_tokens": 10, "output_tokens": 0, "points": 1}}
+        "semantic_preview": {"uses": 1, "input_tokens": 10, "output_tokens": 0, "points": 1},
+        "semantic_routing": ZERO}
     assert [(day["date"], day["uses"], day["points"]) for day in summary["by_day"]] == [
         (today.isoformat(), 2, 3), ((today - timedelta(days=1)).isoformat(), 1, 1),
         ((today - timedelta(days=29)).isoformat(), 1, 1)]
@@ -77,7 +78,8 @@ def test_usage_summary_totals_per_kind_and_per_beijing_day(tenant):
 def test_usage_summary_of_a_tenant_without_use_is_all_zero(tenant):
     summary = usage_summary(tenant.id, days=7)
     assert summary["total"] == ZERO and summary["by_day"] == []
-    assert summary["by_kind"] == {"generation": ZERO, "intent": ZERO, "semantic_preview": ZERO}
+    assert summary["by_kind"] == {"generation": ZERO, "intent": ZERO, "semantic_preview": ZERO,
+                                  "semantic_routing": ZERO}
 
 
 def test_the_ledger_keeps_tenants_apart(tenant, other_tenant):
