@@ -1,11 +1,18 @@
-"""Reading conversations and messages for the workbench, always inside one tenant."""
+"""Reading conversations and messages for the workbench, always inside one tenant; and the atomic
+assignment adapter, the one writer of automated reassignments (document 2)."""
 import uuid
+from datetime import datetime
+from functools import cache
 
-from sqlalchemy import select
+from flask import current_app
+from sqlalchemy import Row, bindparam, literal, select, update
+from sqlalchemy.sql import Update
 
 from core.api import ApiError
-from core.db import db
-from desk.models import Conversation, Message
+from core.clock import iso, utcnow
+from core.db import WROTE, db
+from core.once import CreateOnce
+from desk.models import AssignmentReceipt, Conversation, Member, Message
 
 VIEWS = ("all", "mine", "unassigned")
 LIST_LIMIT = 50
@@ -37,3 +44,190 @@ def conversation_messages(conversation: Conversation) -> list[Message]:
     return list(db.session.scalars(select(Message).where(
         Message.conversation_id == conversation.id, Message.tenant_id == conversation.tenant_id)
         .order_by(Message.created_at)))
+
+
+# --- The atomic assignment adapter (document 2, "States and transitions") -----------------------
+# `rules/` plans and rechecks; this is the only code that writes an automated reassignment. Every
+# command is a receipt created once per (command key, conversation); the reassignment and the
+# receipt's outcome are written in one transaction by conditional UPDATEs, so a changed
+# conversation is never overwritten and a command racing itself is applied once.
+
+OPEN_RECEIPT_STATES = ("pending", "sending", "uncertain")  # the adapter may still decide these
+FINAL_RECEIPT_STATES = ("applied", "state_changed", "rejected", "command_conflict", "cancelled")
+RECEIPTS = CreateOnce(AssignmentReceipt, ("command_key", "conversation_id"))
+
+
+def snapshot(conversation) -> dict:
+    """The atomic snapshot of a conversation (a Conversation row or a Row with its columns): what
+    the adapter compares before it writes, JSON-storable; `updated_at` to the microsecond, UTC."""
+    assignee = conversation.assignee_member_id
+    return {"tenant_id": str(conversation.tenant_id), "conversation_id": str(conversation.id),
+            "assignee_member_id": None if assignee is None else str(assignee),
+            "bot_active": bool(conversation.bot_active), "status": conversation.status,
+            "updated_at": iso(conversation.updated_at)}
+
+
+def queue_commands(tenant_id: uuid.UUID, command_key: str,
+                   commands: list[tuple[uuid.UUID, uuid.UUID, dict]]) -> int:
+    """Create one `pending` receipt per (conversation_id, target_member_id, snapshot) under
+    `command_key`, once: a command already queued under the key keeps its receipt (its original
+    target and snapshot). Conversations and members must be the tenant's (else 404 not_found,
+    nothing created); flushes, the caller commits. Returns how many receipts were new."""
+    conversation_ids = {conversation_id for conversation_id, _, _ in commands}
+    member_ids = {member_id for _, member_id, _ in commands}
+    if len(conversation_ids) != len(commands):
+        raise ValueError("one command per conversation under a key")
+    for conversation_id, _, seen in commands:
+        if seen["tenant_id"] != str(tenant_id) or seen["conversation_id"] != str(conversation_id):
+            raise ValueError("the snapshot is of another conversation")
+    own_conversations = set(db.session.scalars(select(Conversation.id).where(
+        Conversation.tenant_id == tenant_id, Conversation.id.in_(conversation_ids))))
+    own_members = set(db.session.scalars(select(Member.id).where(
+        Member.tenant_id == tenant_id, Member.id.in_(member_ids))))
+    if own_conversations != conversation_ids or own_members != member_ids:
+        raise ApiError("not_found", 404)
+    created = 0
+    now = utcnow()
+    for conversation_id, member_id, seen in commands:
+        row, replayed = RECEIPTS.insert({
+            "id": uuid.uuid4(), "tenant_id": tenant_id, "command_key": command_key,
+            "conversation_id": conversation_id, "target_member_id": member_id, "snapshot": seen,
+            "status": "pending", "reason": None, "created_at": now, "updated_at": now})
+        if row.tenant_id != tenant_id:  # a key is one tenant's: another's twin is never touched
+            raise ApiError("not_found", 404)
+        created += not replayed
+    db.session.flush()
+    return created
+
+
+# The adapter's own statements, built once (Core statements on the tables: a command is three
+# small statements and a commit, so building them per call would cost a third of its time).
+_RECEIPT, _CONVERSATION = AssignmentReceipt.__table__, Conversation.__table__
+_THE_RECEIPT = (_RECEIPT.c.tenant_id == bindparam("b_tenant_id"), _RECEIPT.c.command_key == bindparam("b_command_key"),
+                _RECEIPT.c.conversation_id == bindparam("b_conversation_id"))
+_READ_RECEIPT = select(_RECEIPT.c.status, _RECEIPT.c.target_member_id, _RECEIPT.c.snapshot).where(*_THE_RECEIPT)
+
+
+@cache
+def _move_receipt(before: tuple[str, ...]) -> Update:
+    """The receipt's conditional move out of the `before` states (a fixed list, no expanding IN)."""
+    return update(_RECEIPT).where(*_THE_RECEIPT, _RECEIPT.c.status.in_([literal(state) for state in before])) \
+        .values(status=bindparam("new_status"), reason=bindparam("new_reason"), updated_at=bindparam("now"))
+
+
+# The compare-and-swap: only while tenant, status, assignee, bot and the update time (to the
+# microsecond) are as snapshotted. The table's UPDATE moves `updated_at` (its `changed_time`).
+_ASSIGN_IF_UNCHANGED = update(_CONVERSATION).where(
+    _CONVERSATION.c.id == bindparam("b_conversation_id"), _CONVERSATION.c.tenant_id == bindparam("b_tenant_id"),
+    _CONVERSATION.c.status == bindparam("seen_status"),
+    _CONVERSATION.c.assignee_member_id.is_not_distinct_from(bindparam("seen_assignee")),
+    _CONVERSATION.c.bot_active == bindparam("seen_bot_active"),
+    _CONVERSATION.c.updated_at == bindparam("seen_updated_at"),
+).values(assignee_member_id=bindparam("target"))
+
+
+def _read_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID,
+                  execute=None) -> Row:
+    """The committed receipt's columns (past the identity map); 404 not_found when there is none."""
+    found = (execute or db.session.execute)(_READ_RECEIPT, {
+        "b_tenant_id": tenant_id, "b_command_key": command_key, "b_conversation_id": conversation_id}).first()
+    if found is None:
+        raise ApiError("not_found", 404)
+    return found
+
+
+def _set_receipt(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID,
+                 before: tuple[str, ...], status: str, reason: str | None = None, execute=None) -> bool:
+    """Move the receipt from one of the `before` states to `status` with one conditional UPDATE."""
+    return (execute or db.session.execute)(_move_receipt(before), {
+        "b_tenant_id": tenant_id, "b_command_key": command_key, "b_conversation_id": conversation_id,
+        "new_status": status, "new_reason": reason, "now": utcnow()}).rowcount == 1
+
+
+def _assign_if_unchanged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, target: uuid.UUID,
+                         seen: dict, execute=None) -> bool:
+    """Reassign the conversation to `target` only while it is exactly as `seen` (a snapshot)."""
+    assignee = seen["assignee_member_id"]
+    return (execute or db.session.execute)(_ASSIGN_IF_UNCHANGED, {
+        "b_conversation_id": conversation_id, "b_tenant_id": tenant_id, "target": target,
+        "seen_status": seen["status"], "seen_assignee": None if assignee is None else uuid.UUID(assignee),
+        "seen_bot_active": bool(seen["bot_active"]),
+        "seen_updated_at": datetime.fromisoformat(seen["updated_at"])}).rowcount == 1
+
+
+def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID) -> str:
+    """Run one queued command through the adapter and commit; the receipt's final status.
+
+    It owns its transaction (call it with nothing uncommitted): the conditional reassignment and
+    the receipt's move to `applied` (or to `state_changed`, nothing overwritten, when the
+    conversation is no longer as snapshotted) commit together. When the receipt was finished
+    meanwhile by another worker, everything is rolled back and that worker's outcome returned, so
+    a command is applied at most once. A final receipt is returned as is, without writing.
+    503 atomic_assignment_disabled when the switch is off; 404 not_found for a foreign receipt.
+    """
+    session = db.session
+    if session.new or session.dirty or session.deleted or session.info.get(WROTE):
+        raise RuntimeError("apply_command() owns its transaction: commit the caller's writes first")
+    if not current_app.config["ATOMIC_ASSIGNMENT_ENABLED"]:
+        raise ApiError("atomic_assignment_disabled", 503)
+    # The session's own connection and transaction, without the ORM's per-statement work: the
+    # transaction ends here either way, so nothing needs the session to track these writes.
+    execute = session.connection().execute
+    command = _read_command(tenant_id, command_key, conversation_id, execute)
+    if command.status not in OPEN_RECEIPT_STATES:
+        session.rollback()  # only read
+        return command.status
+    assigned = _assign_if_unchanged(tenant_id, conversation_id, command.target_member_id, command.snapshot,
+                                    execute)
+    outcome = "applied" if assigned else "state_changed"
+    if not _set_receipt(tenant_id, command_key, conversation_id, OPEN_RECEIPT_STATES, outcome, execute=execute):
+        session.rollback()  # another worker finished it first: its outcome stands, not ours
+        return _read_command(tenant_id, command_key, conversation_id).status
+    session.commit()
+    return outcome
+
+
+def mark_sending(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID) -> bool:
+    """pending → sending before a worker applies the command; False when it was not pending.
+    The caller commits (so an interruption later leaves a `sending` receipt to resolve)."""
+    return _set_receipt(tenant_id, command_key, conversation_id, ("pending",), "sending")
+
+
+def reject_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID,
+                   reason: str) -> str:
+    """pending/sending → rejected with `reason` (the caller's recheck of publisher, tenant, member
+    or rule failed); the receipt's status afterwards (another outcome, when it came first).
+    The caller commits."""
+    if _set_receipt(tenant_id, command_key, conversation_id, ("pending", "sending"), "rejected", reason):
+        return "rejected"
+    return _read_command(tenant_id, command_key, conversation_id).status
+
+
+def cancel_commands(tenant_id: uuid.UUID, command_key: str, reason: str | None = None) -> int:
+    """Every pending receipt of the key → cancelled (commands already sending may complete);
+    how many. The caller commits."""
+    return db.session.execute(update(AssignmentReceipt).where(
+        AssignmentReceipt.tenant_id == tenant_id, AssignmentReceipt.command_key == command_key,
+        AssignmentReceipt.status == "pending")
+        .values(status="cancelled", reason=reason, updated_at=utcnow())
+        .execution_options(synchronize_session=False)).rowcount
+
+
+def resolve_uncertain(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID) -> str:
+    """After a timeout or an interrupted worker, reconcile by the committed receipt only, never by
+    sending again: the reassignment and its receipt commit together, so an `applied` receipt is
+    the proof it happened, and a receipt still `sending` proves it did not; that one becomes
+    `uncertain` (reason 'interrupted') and is not resent blindly. Any other status is returned as
+    is (a `pending` receipt was never sent: no receipt is not a failure). The caller commits."""
+    if _read_command(tenant_id, command_key, conversation_id).status == "sending" and \
+            _set_receipt(tenant_id, command_key, conversation_id, ("sending",), "uncertain", "interrupted"):
+        return "uncertain"
+    return _read_command(tenant_id, command_key, conversation_id).status
+
+
+def receipts(tenant_id: uuid.UUID, command_key: str) -> list[AssignmentReceipt]:
+    """The receipts of one command key, in the order they were queued."""
+    return list(db.session.scalars(select(AssignmentReceipt).where(
+        AssignmentReceipt.tenant_id == tenant_id, AssignmentReceipt.command_key == command_key)
+        .order_by(AssignmentReceipt.created_at, AssignmentReceipt.conversation_id)
+        .execution_options(populate_existing=True)))
