@@ -10,6 +10,7 @@ from werkzeug.utils import import_string
 from desk import events, knowledge
 from jobs import wiring
 from openapi import webhooks
+from rules import execution, plans
 from studio import generation
 from studio.scripting.runner import sandbox
 
@@ -56,3 +57,13 @@ def process_knowledge(document_id: str) -> bool:
 def run_generation(generation_id: str) -> str:
     """Draft a definition with the model for one generation request (queue `generation`)."""
     return generation.run(uuid.UUID(generation_id))
+
+
+def plan_rule(run_id: str) -> str:
+    """Generate one queued read-only plan of a published rule (queue `default`); its final status."""
+    return plans.run_plan(uuid.UUID(run_id))
+
+
+def execute_command(run_id: str, conversation_id: str) -> str:
+    """One approved assignment command of a plan through the atomic adapter (queue `default`)."""
+    return execution.execute_command(uuid.UUID(run_id), uuid.UUID(conversation_id))

@@ -22,12 +22,15 @@ ENTRY_POINTS = (
     "jobs.tasks.run_script",         # (source, input_json) on scripts: the runner's sandbox
     "jobs.tasks.process_knowledge",  # (document_id) on default: safe processing of a published body
     "jobs.tasks.run_generation",     # (generation_id) on generation: draft a definition with the model
+    "jobs.tasks.plan_rule",          # (run_id) on default: a read-only plan of a published rule
+    "jobs.tasks.execute_command",    # (run_id, conversation_id) on default: one approved command
 )
 
 # Called with no arguments on every tick, in this order.
 TICK_HANDLERS = (
     "openapi.webhooks.sweep",
     "studio.generation.sweep",
+    "rules.plans.sweep",
 )
 
 # Called with the event's ids, each in a job of its own.

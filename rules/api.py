@@ -11,9 +11,10 @@ from flask_login import current_user
 from core.api import ApiError, ok
 from core.db import db
 from core.guards import console_json_body
+from core.queue import DEFAULT, enqueue
 from core.web import answer_unreachable_stores, close_when_off
 from desk.sessions import admin_console_required, current_member
-from rules import preview, service
+from rules import execution, plans, preview, service
 from rules.catalog import LIMITS
 
 bp = Blueprint("rules_api", __name__, url_prefix="/api/extensions")
@@ -78,3 +79,39 @@ def publish_rule(rule_id: uuid.UUID):
 def pause_rule(rule_id: uuid.UUID):
     """Pause a rule: later commands are blocked."""
     return _done(service.pause(current_member().tenant_id, current_user.id, rule_id, _body()))
+
+
+@bp.post("/<uuid:rule_id>/rule-plan")
+@admin_console_required
+def plan_rule(rule_id: uuid.UUID):
+    """Queue a read-only plan of the published rule (202): committed, then its job enqueued."""
+    run = plans.request_plan(current_member().tenant_id, current_user.id, rule_id, _body())
+    db.session.commit()
+    enqueue("jobs.tasks.plan_rule", str(run.id), queue_name=DEFAULT, job_id=f"rule-plan-{run.id}",
+            job_timeout=plans.JOB_TIMEOUT)
+    return ok(plans.run_json(run), 202)
+
+
+@bp.get("/<uuid:rule_id>/rule-runs")
+@admin_console_required
+def rule_runs(rule_id: uuid.UUID):
+    """The rule's latest 30 runs with their per-conversation results."""
+    return ok(plans.rule_runs(current_member().tenant_id, rule_id))
+
+
+@bp.post("/<uuid:run_id>/execute-plan")
+@admin_console_required
+def execute_plan(run_id: uuid.UUID):
+    """Approve one execution of a fresh complete plan (202): its commands are queued, not done."""
+    tenant_id = current_member().tenant_id
+    data = execution.request_execution(tenant_id, current_user.id, run_id, _body())
+    db.session.commit()
+    execution.queue_jobs(tenant_id, run_id)
+    return ok(data, 202)
+
+
+@bp.get("/<uuid:run_id>/execution-status")
+@admin_console_required
+def execution_status(run_id: uuid.UUID):
+    """The run's command receipts."""
+    return ok(execution.execution_status(current_member().tenant_id, run_id))

@@ -8,7 +8,7 @@ carries an older grant id can tell it no longer holds (plans and runs, issue 14,
 import uuid
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.clock import utcnow
@@ -89,7 +89,9 @@ class AutomationRun(UUIDPrimaryKey, Base):
     __table_args__ = (one_of("kind", RUN_KINDS), one_of("status", RUN_STATES),
                       Index("ix_automation_run_rule_id_created_at", "rule_id", "created_at"),
                       Index("ix_automation_run_tenant_id_status", "tenant_id", "status"),
-                      UniqueConstraint("rule_id", "planned_for"),  # one run per scheduled slot time
+                      # One scheduled run per rule and slot time (a manual plan of the same slot may exist too).
+                      Index("uq_automation_run_scheduled_slot", "rule_id", "planned_for", unique=True,
+                            postgresql_where=text("kind = 'scheduled'"), sqlite_where=text("kind = 'scheduled'")),
                       UniqueConstraint("rule_id", "message_id"))  # one run per rule and message
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))

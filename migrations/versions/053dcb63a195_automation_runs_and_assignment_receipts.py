@@ -76,12 +76,13 @@ def upgrade():
     sa.ForeignKeyConstraint(['rule_id'], ['automation_rule.id'], name=op.f('fk_automation_run_rule_id_automation_rule')),
     sa.ForeignKeyConstraint(['tenant_id'], ['tenant.id'], name=op.f('fk_automation_run_tenant_id_tenant')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_automation_run')),
-    sa.UniqueConstraint('rule_id', 'message_id', name=op.f('uq_automation_run_rule_id_message_id')),
-    sa.UniqueConstraint('rule_id', 'planned_for', name=op.f('uq_automation_run_rule_id_planned_for'))
+    sa.UniqueConstraint('rule_id', 'message_id', name=op.f('uq_automation_run_rule_id_message_id'))
     )
     with op.batch_alter_table('automation_run', schema=None) as batch_op:
         batch_op.create_index('ix_automation_run_rule_id_created_at', ['rule_id', 'created_at'], unique=False)
         batch_op.create_index('ix_automation_run_tenant_id_status', ['tenant_id', 'status'], unique=False)
+        batch_op.create_index('uq_automation_run_scheduled_slot', ['rule_id', 'planned_for'], unique=True,
+                              postgresql_where=sa.text("kind = 'scheduled'"), sqlite_where=sa.text("kind = 'scheduled'"))
 
     op.create_table('automation_run_item',
     sa.Column('tenant_id', sa.Uuid(), nullable=False),
@@ -115,6 +116,7 @@ def downgrade():
 
     op.drop_table('automation_run_item')
     with op.batch_alter_table('automation_run', schema=None) as batch_op:
+        batch_op.drop_index('uq_automation_run_scheduled_slot')
         batch_op.drop_index('ix_automation_run_tenant_id_status')
         batch_op.drop_index('ix_automation_run_rule_id_created_at')
 
