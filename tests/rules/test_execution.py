@@ -1,0 +1,186 @@
+"""Single-run execution: approval of a fresh complete plan, one command per conversation through the
+atomic adapter, each rechecked; receipts as the execution status."""
+import uuid
+from datetime import timedelta
+
+import pytest
+from rq import Queue
+from sqlalchemy import select, update
+
+from core.clock import utcnow
+from core.db import db
+from core.queue import DEFAULT
+from desk.conversations import snapshot
+from desk.models import AssignmentReceipt, Channel, Conversation, Customer, Member
+from jobs.worker import AppWorker
+from rules.models import AutomationRule, AutomationRun, AutomationRunItem
+from tests.conftest import seat
+from tests.rules.test_service import READ_ONLY, RulesApi, weekly_rule
+
+CONFIRM = {"confirm": True, "permission": "conversation.assign_plan"}
+
+
+@pytest.fixture(autouse=True)
+def switches(app, monkeypatch):
+    """Planning, single-run execution and atomic assignment on."""
+    for name in ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED"):
+        monkeypatch.setitem(app.config, name, True)
+
+
+@pytest.fixture
+def rules(admin_client) -> RulesApi:
+    return RulesApi(admin_client)
+
+
+@pytest.fixture
+def target(tenant) -> Member:
+    return seat(tenant, "agent")
+
+
+@pytest.fixture
+def published(rules, target) -> str:
+    rule_id = rules.create(weekly_rule(target))
+    assert rules.publish(rule_id, READ_ONLY).status_code == 200
+    return rule_id
+
+
+def _conversations(tenant, count: int) -> list[Conversation]:
+    channel = Channel(tenant_id=tenant.id, name="Chat", secret_encrypted="x")
+    db.session.add(channel)
+    db.session.flush()
+    made = []
+    for n in range(count):
+        customer = Customer(tenant_id=tenant.id, external_id=f"c-{n}", name=f"Customer {n}")
+        db.session.add(customer)
+        db.session.flush()
+        conversation = Conversation(tenant_id=tenant.id, customer_id=customer.id, channel_id=channel.id)
+        db.session.add(conversation)
+        made.append(conversation)
+    db.session.commit()
+    return made
+
+
+def _plan(tenant, rule_id: str, target: Member, conversations: list[Conversation], **changes) -> AutomationRun:
+    """A complete plan of the published rule assigning every conversation to `target`."""
+    rule = db.session.get(AutomationRule, uuid.UUID(rule_id))
+    values = {"status": "complete", "finished_at": utcnow(), **changes}
+    run = AutomationRun(tenant_id=tenant.id, rule_id=rule.id, revision=rule.active_revision,
+                        grant_id=rule.grant_id, kind="manual", scanned=len(conversations),
+                        planned_count=len(conversations), **values)
+    db.session.add(run)
+    db.session.flush()
+    for conversation in conversations:
+        db.session.add(AutomationRunItem(tenant_id=tenant.id, run_id=run.id, conversation_id=conversation.id,
+                                         planned=True, target_member_id=target.id, reason="slot_matched",
+                                         snapshot=snapshot(conversation)))
+    db.session.commit()
+    return run
+
+
+def _work(app, redis_conn) -> None:
+    AppWorker([Queue(DEFAULT, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True)
+
+
+def _status(rules, run) -> dict:
+    return rules.get(f"/{run.id}/execution-status").get_json()["data"]
+
+
+def test_an_approved_plan_queues_one_command_per_conversation_and_answers_before_they_run(
+        app, rules, tenant, published, target, redis_conn):
+    run = _plan(tenant, published, target, _conversations(tenant, 3))
+    response = rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    assert response.status_code == 202
+    assert response.get_json()["data"]["complete"] is False
+    assert [r["status"] for r in _status(rules, run)["receipts"]] == ["pending"] * 3
+    assert Queue(DEFAULT, connection=redis_conn).count == 3
+    _work(app, redis_conn)
+    status = _status(rules, run)
+    assert status["final"] and [r["status"] for r in status["receipts"]] == ["applied"] * 3
+    db.session.expire_all()
+    assert {c.assignee_member_id for c in db.session.scalars(select(Conversation))} == {target.id}
+
+
+def test_a_conversation_changed_since_the_plan_ends_state_changed_and_keeps_its_change(
+        app, rules, tenant, published, target, redis_conn):
+    first, second = _conversations(tenant, 2)
+    run = _plan(tenant, published, target, [first, second])
+    db.session.execute(update(Conversation).where(Conversation.id == second.id).values(status="pending"))
+    db.session.commit()
+    rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    _work(app, redis_conn)
+    outcome = {r["conversation_id"]: r["status"] for r in _status(rules, run)["receipts"]}
+    assert outcome == {str(first.id): "applied", str(second.id): "state_changed"}
+    db.session.expire_all()
+    assert db.session.get(Conversation, second.id).assignee_member_id is None
+
+
+def test_executing_the_same_plan_twice_applies_each_conversation_once(app, rules, tenant, published, target,
+                                                                      redis_conn):
+    run = _plan(tenant, published, target, _conversations(tenant, 2))
+    assert rules.post(f"/{run.id}/execute-plan", CONFIRM).status_code == 202
+    assert rules.post(f"/{run.id}/execute-plan", CONFIRM).status_code == 202
+    _work(app, redis_conn)
+    receipts = list(db.session.scalars(select(AssignmentReceipt)))
+    assert len(receipts) == 2 and {r.status for r in receipts} == {"applied"}
+
+
+@pytest.mark.parametrize("body", [{"confirm": False, "permission": "conversation.assign_plan"},
+                                  {"confirm": True, "permission": "conversation.assign_scheduled"},
+                                  {"confirm": "true", "permission": "conversation.assign_plan"}])
+def test_execution_needs_confirmation_of_conversation_assign_plan(rules, tenant, published, target, body):
+    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    response = rules.post(f"/{run.id}/execute-plan", body)
+    assert (response.status_code, response.get_json()["error"]["code"]) == (400, "permission_confirmation_required")
+
+
+@pytest.mark.parametrize("changes, code", [({"status": "partial"}, "plan_not_executable"),
+                                           ({"finished_at": utcnow() - timedelta(minutes=6)}, "plan_expired")])
+def test_only_a_complete_plan_at_most_five_minutes_old_is_executed(rules, tenant, published, target, changes, code):
+    run = _plan(tenant, published, target, _conversations(tenant, 1), **changes)
+    response = rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    assert (response.status_code, response.get_json()["error"]["code"]) == (409, code)
+    assert db.session.scalar(select(AssignmentReceipt.id)) is None
+
+
+def test_a_plan_without_a_snapshot_must_be_regenerated(rules, tenant, published, target):
+    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    db.session.execute(update(AutomationRunItem).values(snapshot=None))
+    db.session.commit()
+    response = rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    assert (response.status_code, response.get_json()["error"]["code"]) == (409, "plan_without_snapshot")
+
+
+@pytest.mark.parametrize("switch, code", [("ATOMIC_ASSIGNMENT_ENABLED", "atomic_assignment_disabled"),
+                                          ("AUTOMATION_EXECUTION_ENABLED", "execution_disabled")])
+def test_each_switch_off_stops_execution(app, rules, tenant, published, target, monkeypatch, switch, code):
+    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    monkeypatch.setitem(app.config, switch, False)
+    response = rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    assert (response.status_code, response.get_json()["error"]["code"]) == (503, code)
+
+
+def test_a_rule_paused_after_approval_rejects_its_commands(app, rules, tenant, published, target, redis_conn):
+    run = _plan(tenant, published, target, _conversations(tenant, 2))
+    rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    assert rules.pause(published).status_code == 200
+    _work(app, redis_conn)
+    receipts = _status(rules, run)["receipts"]
+    assert {(r["status"], r["reason"]) for r in receipts} == {("rejected", "rule_not_published")}
+    db.session.expire_all()
+    assert {c.assignee_member_id for c in db.session.scalars(select(Conversation))} == {None}
+
+
+def test_a_target_deactivated_after_approval_rejects_its_command(app, rules, tenant, published, target, redis_conn):
+    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    db.session.execute(update(Member).where(Member.id == target.id).values(active=False))
+    db.session.commit()
+    _work(app, redis_conn)
+    assert [(r["status"], r["reason"]) for r in _status(rules, run)["receipts"]] == [
+        ("rejected", "rule_member_unavailable")]
+
+
+def test_an_unknown_run_is_404(rules):
+    response = rules.post(f"/{uuid.uuid4()}/execute-plan", CONFIRM)
+    assert (response.status_code, response.get_json()["error"]["code"]) == (404, "not_found")
+    assert rules.get(f"/{uuid.uuid4()}/execution-status").status_code == 404
