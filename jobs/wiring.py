@@ -35,7 +35,7 @@ TICK_HANDLERS = (
 
 # Called with the event's ids, each in a job of its own.
 EVENT_SUBSCRIBERS: dict[str, tuple[str, ...]] = {
-    MESSAGE_RECEIVED: (),  # automation rules subscribe here (issue 14)
+    MESSAGE_RECEIVED: ("rules.message_events.on_message_received",),
 }
 
 

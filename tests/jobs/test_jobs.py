@@ -9,7 +9,7 @@ from core.config import PROJECT_ROOT
 from core.queue import DEFAULT, EVENTS, SCRIPTS, enqueue
 from core.redis import get_redis
 from desk import events
-from jobs import cron
+from jobs import cron, wiring
 from jobs.worker import AppWorker
 from tests.conftest import FLASK, process_env
 
@@ -93,7 +93,8 @@ def test_a_job_id_collapses_only_a_pending_twin_and_a_finished_one_is_queued_aga
     assert Queue(EVENTS, connection=redis_conn).job_ids == ["collapse-test"]
 
 
-def test_an_event_without_subscribers_completes(app, redis_conn):
+def test_an_event_without_subscribers_completes(app, redis_conn, monkeypatch):
+    monkeypatch.setitem(wiring.EVENT_SUBSCRIBERS, events.MESSAGE_RECEIVED, ())
     job = events.emit_message_received("t-1", "c-1", "m-2")
     work(app, redis_conn, EVENTS)
     assert job.get_status(refresh=True) == "finished" and job.return_value() == 0
@@ -104,10 +105,11 @@ def test_each_subscriber_runs_in_a_job_of_its_own_named_by_message_and_subscribe
     events.emit_message_received("t-1", "c-1", "m-1")
     AppWorker([Queue(EVENTS, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True, max_jobs=1)
     queued = Queue(EVENTS, connection=redis_conn).get_jobs()
+    # The production subscriber (jobs.wiring) comes first, then the test's, each in its own job.
     assert [(job.id, job.func_name, job.args) for job in queued] == [
         (f"event-message_received-m-1-{path.replace('.', '-')}", "jobs.tasks.notify_subscriber",
          ("message_received", path))
-        for path in (RECORD_EVENT, FLAKY_SUBSCRIBER)]
+        for path in ("rules.message_events.on_message_received", RECORD_EVENT, FLAKY_SUBSCRIBER)]
     assert all(job.kwargs == {"tenant_id": "t-1", "conversation_id": "c-1", "message_id": "m-1"} for job in queued)
 
 

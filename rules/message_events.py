@@ -1,0 +1,253 @@
+"""Message-triggered assignment: the `message_received` subscriber (document 2, "Events").
+
+The event carries ids only. The job re-reads the message and its conversation inside the tenant
+and skips (a reason code in the log, never the text) a message that is not a public inbound one,
+is older than 5 minutes, was superseded by a later public inbound message, or whose conversation
+is no longer on the message's channel. Each published `message_received` rule whose current grant
+is `message_event` then gets one run per message (deduplicated on (rule_id, message_id)), decided
+like the preview (statuses, overwrite_assigned, the first keyword in the first 4,000 characters, or
+one masked model call metered as `semantic_routing`), its one item stored without text, and, when
+planned and still granted, one command queued under `rules.execution.command_key(run.id)` and
+applied at once through the desk's atomic adapter.
+
+Decisions (docs/decisions.md, "Message-triggered assignment"):
+- At most 100 message-event runs of a tenant are queued or running: a run is inserted `running`,
+  committed, then counted; past the limit it becomes `cancelled` with schedule_execution_state
+  `skipped` and code `message_event_limit` (concurrent twins may both yield: never above 100).
+- A planned run ends `complete`, executed, with schedule_execution_state `queued` and its receipt
+  as the outcome; a recheck that fails (grant replaced, publisher or target gone, tenant inactive)
+  ends it `complete` with state `skipped` and the code, no receipt written.
+- The snapshot is taken when the conversation is first read, before any model call: a
+  conversation changed meanwhile is `state_changed` at the adapter, never overwritten.
+- A redelivered event finds its run (dedup) and only applies a receipt still `pending` (the job
+  died between the commit and the adapter); nothing is decided or metered twice.
+"""
+import logging
+import uuid
+from datetime import timedelta
+
+from flask import current_app
+from sqlalchemy import and_, func, or_, select, update
+
+from core.api import ApiError
+from core.clock import utcnow
+from core.db import db, end_reads, insert_unless_present
+from desk import conversations
+from desk.models import Channel, Conversation, Member, Message, Tenant
+from desk.points import record_use
+from rules.catalog import LIMITS
+from rules.execution import command_key
+from rules.models import AutomationGrant, AutomationRule, AutomationRun, AutomationRunItem
+from rules.plans import NOT_CLASSIFIED, _definition, _normalised
+from rules.preview import Decision, Usage, _decide
+
+log = logging.getLogger(__name__)
+
+SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
+MAX_AGE = timedelta(minutes=5)
+TENANT_LIMIT = 100  # message-event runs queued or running per tenant
+MODE = "message_event"
+TRIGGER = "message_received"
+LIMIT_CODE = "message_event_limit"
+
+
+def on_message_received(tenant_id: str, conversation_id: str, message_id: str) -> int:
+    """Run the tenant's message rules for one new public customer message; how many assigned."""
+    if not all(current_app.config[name] for name in SWITCHES):
+        return _skip("switched_off", message_id)
+    try:
+        tenant, conversation_uuid, message_uuid = (uuid.UUID(tenant_id), uuid.UUID(conversation_id),
+                                                   uuid.UUID(message_id))
+    except (TypeError, ValueError):
+        return _skip("invalid_ids", message_id)
+    seen, reason = _read(tenant, conversation_uuid, message_uuid)
+    if reason:
+        return _skip(reason, message_id)
+    assigned = 0
+    for rule_id, grant_id, revision in _rules(tenant):
+        assigned += _run_rule(tenant, rule_id, grant_id, revision, seen) == "applied"
+    db.session.commit()
+    return assigned
+
+
+def _skip(reason: str, message_id: str) -> int:
+    """Log why the event assigns nothing (a code and the id, never the text)."""
+    log.info("message_received %s skipped: %s", message_id, reason)
+    db.session.rollback()
+    return 0
+
+
+# --- the event ----------------------------------------------------------------------------------
+
+def _read(tenant_id: uuid.UUID, conversation_id: uuid.UUID, message_id: uuid.UUID) -> tuple[dict | None, str | None]:
+    """What the rules need of the message and its conversation, or why the event is skipped."""
+    message = db.session.execute(select(
+        Message.id, Message.direction, Message.kind, Message.channel_id, Message.created_at,
+        func.substr(Message.text, 1, LIMITS["keyword_text_chars"]).label("text")).where(
+        Message.id == message_id, Message.tenant_id == tenant_id,
+        Message.conversation_id == conversation_id)).first()
+    if message is None:
+        return None, "message_missing"
+    if message.direction != "inbound" or message.kind != "public":
+        return None, "not_public_inbound"
+    if utcnow() - message.created_at > MAX_AGE:
+        return None, "stale"
+    later = db.session.scalar(select(Message.id).where(
+        Message.tenant_id == tenant_id, Message.conversation_id == conversation_id,
+        Message.direction == "inbound", Message.kind == "public",
+        or_(Message.created_at > message.created_at,
+            and_(Message.created_at == message.created_at, Message.id > message.id))).limit(1))
+    if later is not None:
+        return None, "superseded"
+    conversation = db.session.execute(select(
+        Conversation.id, Conversation.tenant_id, Conversation.channel_id, Conversation.status,
+        Conversation.assignee_member_id, Conversation.bot_active, Conversation.updated_at).where(
+        Conversation.id == conversation_id, Conversation.tenant_id == tenant_id)).first()
+    if conversation is None:
+        return None, "conversation_missing"
+    channel_live = db.session.scalar(select(Channel.id).where(
+        Channel.id == message.channel_id, Channel.tenant_id == tenant_id, Channel.active.is_(True)))
+    if message.channel_id is None or conversation.channel_id != message.channel_id or channel_live is None:
+        return None, "channel_changed"
+    assignee = conversation.assignee_member_id
+    return {"conversation_id": conversation.id, "message_id": message.id,
+            "snapshot": conversations.snapshot(conversation),
+            "sample": {"id": str(conversation.id), "status": conversation.status, "text": message.text,
+                       "assignee_ref": None if assignee is None else str(assignee)}}, None
+
+
+def _rules(tenant_id: uuid.UUID) -> list[tuple[uuid.UUID, uuid.UUID, int]]:
+    """(rule id, grant id, revision) of the tenant's published rules granted `message_event`."""
+    return [tuple(row) for row in db.session.execute(select(
+        AutomationRule.id, AutomationGrant.id, AutomationGrant.revision).join(
+        AutomationGrant, AutomationGrant.id == AutomationRule.grant_id).where(
+        AutomationRule.tenant_id == tenant_id, AutomationRule.state == "published",
+        AutomationGrant.tenant_id == tenant_id, AutomationGrant.revoked_at.is_(None),
+        AutomationGrant.execution_mode == MODE).order_by(AutomationRule.created_at, AutomationRule.id))]
+
+
+# --- one rule -----------------------------------------------------------------------------------
+
+def _run_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, revision: int,
+              seen: dict) -> str | None:
+    """One rule on the message: its run, its item and, when planned, the command's outcome."""
+    definition = _definition(rule_id, revision)
+    if definition is None or definition["trigger"] != TRIGGER:
+        return None
+    now = utcnow()
+    row = insert_unless_present(AutomationRun, ("rule_id", "message_id"), {
+        "id": uuid.uuid4(), "tenant_id": tenant_id, "rule_id": rule_id, "revision": revision,
+        "grant_id": grant_id, "kind": MODE, "mode": MODE, "executed": False, "status": "running",
+        "message_id": seen["message_id"], "scanned": 0, "planned_count": 0, "created_at": now,
+        "started_at": now})
+    if row is None:
+        db.session.commit()
+        return _resume(tenant_id, rule_id, seen)
+    run_id = row.id
+    db.session.commit()
+    if _in_flight(tenant_id) > TENANT_LIMIT:
+        _end(run_id, "cancelled", state="skipped", code=LIMIT_CODE)
+        log.info("message_received %s rule %s skipped: %s", seen["message_id"], rule_id, LIMIT_CODE)
+        return None
+    rule = _normalised(definition)
+    decision = _decision(tenant_id, run_id, rule, seen)
+    refusal = _recheck(tenant_id, rule_id, grant_id, decision.assignee_ref) if decision.planned else None
+    db.session.add(AutomationRunItem(
+        tenant_id=tenant_id, run_id=run_id, conversation_id=seen["conversation_id"], planned=decision.planned,
+        target_member_id=uuid.UUID(decision.assignee_ref) if decision.assignee_ref else None,
+        reason=decision.reason, detail=decision.detail or None,
+        snapshot=seen["snapshot"] if decision.planned else None))
+    if not decision.planned:
+        _end(run_id, "complete")
+        return None
+    if refusal:
+        _end(run_id, "complete", planned=1, state="skipped", code=refusal)
+        log.info("message_received %s rule %s skipped: %s", seen["message_id"], rule_id, refusal)
+        return None
+    key = command_key(run_id)
+    conversations.queue_commands(tenant_id, key, [
+        (seen["conversation_id"], uuid.UUID(decision.assignee_ref), seen["snapshot"])])
+    _end(run_id, "complete", planned=1, state="queued", executed=True)
+    return conversations.apply_command(tenant_id, key, seen["conversation_id"])
+
+
+def _in_flight(tenant_id: uuid.UUID) -> int:
+    """The tenant's message-event runs queued or running (this one included)."""
+    return db.session.scalar(select(func.count()).select_from(AutomationRun).where(
+        AutomationRun.tenant_id == tenant_id, AutomationRun.kind == MODE,
+        AutomationRun.status.in_(("queued", "running"))))
+
+
+def _decision(tenant_id: uuid.UUID, run_id: uuid.UUID, rule: dict, seen: dict) -> Decision:
+    """The preview's decision on this one conversation; a semantic rule asks the model once with
+    nothing held open, and its answered tokens are metered (committed) whatever follows."""
+    sample = dict(seen["sample"])
+    if "semantic" not in rule:
+        return _decide(rule, sample, None, Usage())
+    end_reads()  # the run is committed; nothing is held while the model answers
+    usage = Usage()
+    try:
+        decision = _decide(rule, sample, None, usage)
+    except ApiError as error:  # the model failed: nothing is assigned, the run says why
+        decision = Decision(sample["id"], NOT_CLASSIFIED, detail={"error": error.code})
+    if usage.calls:
+        record_use(tenant_id, "semantic_routing", f"automation_run:{run_id}",
+                   usage.input_tokens, usage.output_tokens)
+        db.session.commit()
+    return decision
+
+
+def _recheck(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, target: str) -> str | None:
+    """Why the command may not run now (None when it may): the rule no longer holds this
+    `message_event` grant, its publisher is no longer an active administrator, the tenant is
+    inactive, or the target is not an active, synchronized agent of the tenant. A message-event
+    run has no approver: the publication's continuing authorization stands for it."""
+    grant = db.session.execute(select(AutomationGrant.id, AutomationGrant.execution_mode,
+                                      AutomationGrant.granted_by).join(
+        AutomationRule, AutomationRule.grant_id == AutomationGrant.id).where(
+        AutomationRule.id == rule_id, AutomationRule.tenant_id == tenant_id,
+        AutomationRule.state == "published", AutomationGrant.revoked_at.is_(None))).first()
+    if grant is None or grant.id != grant_id or grant.execution_mode != MODE:
+        return "grant_replaced"
+    if not db.session.scalar(select(Tenant.active).where(Tenant.id == tenant_id)):
+        return "tenant_inactive"
+    publisher = db.session.scalar(select(Member.id).where(
+        Member.tenant_id == tenant_id, Member.user_id == grant.granted_by, Member.role == "admin",
+        Member.active.is_(True)))
+    if publisher is None:
+        return "publisher_invalid"
+    agent = db.session.scalar(select(Member.id).where(
+        Member.id == uuid.UUID(target), Member.tenant_id == tenant_id, Member.role == "agent",
+        Member.active.is_(True), Member.synchronized.is_(True)))
+    return None if agent is not None else "rule_member_unavailable"
+
+
+def _end(run_id: uuid.UUID, status: str, planned: int = 0, state: str | None = None,
+         code: str | None = None, executed: bool = False) -> None:
+    """Finish the running run (with its item, added before) and commit."""
+    db.session.execute(update(AutomationRun).where(AutomationRun.id == run_id, AutomationRun.status == "running")
+                       .values(status=status, scanned=1, planned_count=planned, executed=executed,
+                               schedule_execution_state=state, schedule_execution_code=code,
+                               finished_at=utcnow()))
+    db.session.commit()
+
+
+def _resume(tenant_id: uuid.UUID, rule_id: uuid.UUID, seen: dict) -> str | None:
+    """A redelivered event: the run exists. Only a receipt still `pending` (never sent: the job
+    stopped between its commit and the adapter) is applied, after the same recheck."""
+    run = db.session.execute(select(AutomationRun.id, AutomationRun.grant_id).where(
+        AutomationRun.tenant_id == tenant_id, AutomationRun.rule_id == rule_id,
+        AutomationRun.message_id == seen["message_id"])).first()
+    key = command_key(run.id)
+    pending = [r for r in conversations.receipts(tenant_id, key)
+               if r.conversation_id == seen["conversation_id"] and r.status == "pending"]
+    if not pending:
+        db.session.rollback()
+        return None
+    refusal = _recheck(tenant_id, rule_id, run.grant_id, str(pending[0].target_member_id))
+    if refusal:
+        conversations.reject_command(tenant_id, key, seen["conversation_id"], refusal)
+        db.session.commit()
+        return None
+    db.session.rollback()  # only read
+    return conversations.apply_command(tenant_id, key, seen["conversation_id"])

@@ -1,0 +1,358 @@
+"""Message-triggered assignment: the message_received subscriber, through the signed inbound endpoint
+and a real worker on the events queue, or called as the worker calls it."""
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from rq import Queue
+from sqlalchemy import func, select, update
+
+from core.clock import utcnow
+from core.db import db
+from core.queue import EVENTS
+from desk.channels import create_channel
+from desk.models import AiPointsEntry, AssignmentReceipt, Conversation, Member, Message
+from jobs.worker import AppWorker
+from rules import message_events
+from rules.execution import command_key
+from rules.models import AutomationGrant, AutomationRun, AutomationRunItem
+from tests.conftest import seat
+from tests.desk.test_channels import payload, send
+from tests.rules.test_service import (KEYWORD, MESSAGE_EVENT, READ_ONLY, SCHEDULED, SEMANTIC, RulesApi,
+                                      message_rule, semantic_rule, weekly_rule)
+
+SECRET_TEXT = "Zebra-7731 I want a REFUND for order 42"
+SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
+
+
+@pytest.fixture(autouse=True)
+def switches(app, monkeypatch):
+    """Planning, continuous execution and atomic assignment on."""
+    for name in SWITCHES:
+        monkeypatch.setitem(app.config, name, True)
+
+
+@pytest.fixture
+def rules(admin_client) -> RulesApi:
+    return RulesApi(admin_client)
+
+
+@pytest.fixture
+def channel(tenant):
+    """A channel of the tenant with its plain secret."""
+    found, secret = create_channel(tenant.id, "Website chat")
+    db.session.commit()
+    return found, secret
+
+
+def publish(rules: RulesApi, definition: dict, permissions: list, mode: str | None = "message_event") -> str:
+    rule_id = rules.create(definition)
+    extra = {} if mode is None else {"execution_mode": mode}
+    response = rules.publish(rule_id, permissions, **extra)
+    assert response.status_code == 200, response.get_json()
+    return rule_id
+
+
+def inbound(client, channel, text: str = SECRET_TEXT, message_id: str | None = None,
+            customer: str = "c-1") -> dict:
+    """POST a signed customer message; its ids (the event is queued)."""
+    response = send(client, channel, payload(message_id=message_id or uuid.uuid4().hex, external_id=customer,
+                                             text=text))
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["data"]
+
+
+def work(app, redis_conn) -> None:
+    """Drain the events queue with the worker `flask jobs worker` runs, in burst mode."""
+    AppWorker([Queue(EVENTS, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True)
+
+
+def run_directly(tenant, data: dict) -> int:
+    """Call the subscriber as its job does (string ids)."""
+    return message_events.on_message_received(str(tenant.id), data["conversation_id"], data["message_id"])
+
+
+def conversation(data: dict) -> Conversation:
+    db.session.expire_all()
+    return db.session.get(Conversation, uuid.UUID(data["conversation_id"]))
+
+
+def runs() -> list[AutomationRun]:
+    db.session.expire_all()
+    return list(db.session.scalars(select(AutomationRun).order_by(AutomationRun.created_at)))
+
+
+def items() -> list[AutomationRunItem]:
+    return list(db.session.scalars(select(AutomationRunItem)))
+
+
+def receipts() -> list[AssignmentReceipt]:
+    db.session.expire_all()
+    return list(db.session.scalars(select(AssignmentReceipt)))
+
+
+def count(model) -> int:
+    return db.session.scalar(select(func.count()).select_from(model))
+
+
+# --- keyword rules, end to end ------------------------------------------------------------------
+
+def test_a_keyword_match_assigns_through_the_adapter(app, client, rules, tenant, agent, channel, redis_conn):
+    rule_id = publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+    work(app, redis_conn)
+    assert conversation(data).assignee_member_id == agent.id
+    (run,) = runs()
+    assert (run.kind, run.mode, run.status, run.executed, run.planned_count, run.schedule_execution_state) == (
+        "message_event", "message_event", "complete", True, 1, "queued")
+    assert (str(run.rule_id), str(run.message_id)) == (rule_id, data["message_id"])
+    (receipt,) = receipts()
+    assert (receipt.command_key, receipt.status, receipt.target_member_id) == (command_key(run.id), "applied", agent.id)
+    (item,) = items()
+    assert (item.planned, item.reason, item.detail, item.target_member_id) == (
+        True, "keyword_matched", {"keyword": "refund"}, agent.id)
+    stored = json.dumps([item.detail, item.snapshot, receipt.snapshot, run.schedule_execution_code])
+    assert "Zebra" not in stored
+
+
+def test_no_keyword_assigns_nothing(app, client, rules, tenant, agent, channel, redis_conn):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel, text="Where is my parcel?")
+    work(app, redis_conn)
+    assert conversation(data).assignee_member_id is None
+    (run,) = runs()
+    assert (run.status, run.executed, run.planned_count) == ("complete", False, 0)
+    assert [item.reason for item in items()] == ["no_keyword_matched"]
+    assert receipts() == []
+
+
+def test_only_the_first_4000_characters_are_read_for_keywords(app, client, rules, tenant, agent, channel):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel, text="hello")  # the endpoint takes 4,000 at most; stored ones may be longer
+    db.session.execute(update(Message).values(text="x" * 3995 + "REFUND refund"))
+    db.session.commit()
+    assert run_directly(tenant, data) == 0
+    assert [item.reason for item in items()] == ["no_keyword_matched"]
+
+
+def test_the_event_carries_ids_only(app, client, rules, tenant, agent, channel, redis_conn):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+    queue = Queue(EVENTS, connection=redis_conn)
+    ids = {"tenant_id": str(tenant.id), "conversation_id": data["conversation_id"],
+           "message_id": data["message_id"]}
+    (dispatch,) = queue.get_jobs()
+    AppWorker([queue], connection=redis_conn, app=app).work(burst=True, max_jobs=1)
+    (notify,) = queue.get_jobs()
+    assert notify.args == ("message_received", "rules.message_events.on_message_received")
+    for job in (dispatch, notify):
+        assert job.kwargs == ids
+        assert "Zebra" not in json.dumps([job.args, job.kwargs, job.description])
+    work(app, redis_conn)
+    assert conversation(data).assignee_member_id == agent.id
+
+
+# --- semantic rules -----------------------------------------------------------------------------
+
+def test_a_semantic_match_assigns_with_one_masked_metered_call(app, client, rules, tenant, agent, channel,
+                                                               model_server, redis_conn):
+    publish(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
+    model_server.answer_json({"label": "billing", "confidence": 0.95}, input_tokens=700, output_tokens=20)
+    data = inbound(client, channel, text="charge on my card, mail me at ann@example.com")
+    work(app, redis_conn)
+    assert conversation(data).assignee_member_id == agent.id
+    assert len(model_server.received) == 1
+    assert "ann@example.com" not in json.dumps([request.body for request in model_server.received])
+    (run,) = runs()
+    assert [(item.reason, item.detail) for item in items()] == [
+        ("semantic_matched", {"label": "billing", "confidence": 0.95})]
+    entry = db.session.scalar(select(AiPointsEntry))
+    assert (entry.kind, entry.input_tokens, entry.output_tokens, entry.reference) == (
+        "semantic_routing", 700, 20, f"automation_run:{run.id}")
+    assert [r.status for r in receipts()] == ["applied"]
+
+
+def test_a_semantic_answer_below_the_threshold_assigns_nothing_but_is_metered(app, client, rules, tenant, agent,
+                                                                              channel, model_server):
+    publish(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
+    model_server.answer_json({"label": "billing", "confidence": 0.5}, input_tokens=600, output_tokens=30)
+    data = inbound(client, channel, text="maybe billing")
+    assert run_directly(tenant, data) == 0
+    assert conversation(data).assignee_member_id is None
+    assert [item.reason for item in items()] == ["semantic_below_threshold"]
+    assert receipts() == []
+    assert db.session.scalar(select(func.sum(AiPointsEntry.input_tokens))) == 600
+
+
+def test_a_model_failure_assigns_nothing(app, client, rules, tenant, agent, channel, model_server):
+    publish(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
+    for _ in range(3):
+        model_server.answer_status(500)
+    data = inbound(client, channel, text="billing")
+    assert run_directly(tenant, data) == 0
+    assert [item.reason for item in items()] == ["semantic_not_classified"]
+    assert [run.status for run in runs()] == ["complete"] and receipts() == []
+
+
+# --- what never runs ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("switch", SWITCHES)
+def test_any_switch_off_assigns_nothing(app, client, rules, tenant, agent, channel, monkeypatch, switch):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+    monkeypatch.setitem(app.config, switch, False)
+    assert run_directly(tenant, data) == 0
+    assert runs() == [] and conversation(data).assignee_member_id is None
+
+
+def test_read_only_and_scheduled_grants_assign_nothing(app, client, rules, tenant, agent, channel, redis_conn):
+    publish(rules, message_rule(agent), READ_ONLY + KEYWORD, mode=None)
+    publish(rules, weekly_rule(agent), SCHEDULED, mode="scheduled")
+    data = inbound(client, channel)
+    work(app, redis_conn)
+    assert runs() == [] and receipts() == []
+    assert conversation(data).assignee_member_id is None
+
+
+def test_a_message_older_than_5_minutes_is_skipped(app, client, rules, tenant, agent, channel, redis_conn):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+    db.session.execute(update(Message).where(Message.id == uuid.UUID(data["message_id"]))
+                       .values(created_at=utcnow() - timedelta(minutes=5, seconds=1)))
+    db.session.commit()
+    work(app, redis_conn)
+    assert runs() == [] and conversation(data).assignee_member_id is None
+
+
+def test_a_message_superseded_by_a_later_one_is_skipped(app, client, rules, tenant, agent, channel, redis_conn):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    first = inbound(client, channel)
+    second = inbound(client, channel, text="refund still?")
+    assert first["conversation_id"] == second["conversation_id"]
+    assert run_directly(tenant, first) == 0
+    assert runs() == []
+    work(app, redis_conn)  # both events: only the later message runs the rule
+    assert [str(run.message_id) for run in runs()] == [second["message_id"]]
+    assert conversation(second).assignee_member_id == agent.id
+
+
+def test_a_conversation_moved_to_another_channel_is_skipped(app, client, rules, tenant, agent, channel):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+    other, _ = create_channel(tenant.id, "Other")
+    db.session.execute(update(Conversation).where(Conversation.id == uuid.UUID(data["conversation_id"]))
+                       .values(channel_id=other.id))
+    db.session.commit()
+    assert run_directly(tenant, data) == 0
+    assert runs() == []
+
+
+def test_a_private_note_or_another_tenants_ids_run_nothing(app, client, rules, tenant, other_tenant, agent,
+                                                           channel):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+    assert message_events.on_message_received(str(other_tenant.id), data["conversation_id"],
+                                              data["message_id"]) == 0
+    db.session.execute(update(Message).values(kind="private_note"))
+    db.session.commit()
+    assert run_directly(tenant, data) == 0
+    assert message_events.on_message_received("t-1", "c-1", "m-1") == 0
+    assert runs() == []
+
+
+# --- dedup, limit, overwrite, recheck -----------------------------------------------------------
+
+def test_the_same_event_twice_makes_one_run_and_one_receipt(app, client, rules, tenant, agent, channel,
+                                                            redis_conn):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+    work(app, redis_conn)
+    from desk.events import emit_message_received
+    emit_message_received(tenant.id, uuid.UUID(data["conversation_id"]), uuid.UUID(data["message_id"]))
+    work(app, redis_conn)
+    assert run_directly(tenant, data) == 0
+    assert len(runs()) == 1 and [r.status for r in receipts()] == ["applied"]
+
+
+def test_a_redelivered_event_applies_a_receipt_left_pending(app, client, rules, tenant, agent, channel,
+                                                            monkeypatch):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+
+    def interrupted(*args):
+        raise RuntimeError("worker stopped")
+
+    monkeypatch.setattr(message_events.conversations, "apply_command", interrupted)
+    with pytest.raises(RuntimeError):
+        run_directly(tenant, data)
+    db.session.rollback()
+    assert [r.status for r in receipts()] == ["pending"]
+    monkeypatch.undo()
+    for name in SWITCHES:
+        monkeypatch.setitem(app.config, name, True)
+    assert run_directly(tenant, data) == 1
+    assert [r.status for r in receipts()] == ["applied"] and len(runs()) == 1
+
+
+def _busy_runs(tenant, rule_id: str, how_many: int) -> None:
+    grant_id = db.session.scalar(select(AutomationGrant.id).where(AutomationGrant.rule_id == uuid.UUID(rule_id)))
+    db.session.add_all(AutomationRun(tenant_id=tenant.id, rule_id=uuid.UUID(rule_id), revision=1, grant_id=grant_id,
+                                     kind="message_event", mode="message_event", status="running")
+                       for _ in range(how_many))
+    db.session.commit()
+
+
+def test_at_most_100_message_event_runs_pending_or_running_per_tenant(app, client, rules, tenant, agent, channel):
+    rule_id = publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    _busy_runs(tenant, rule_id, 99)
+    first = inbound(client, channel)
+    assert run_directly(tenant, first) == 1  # the 100th runs
+    _busy_runs(tenant, rule_id, 1)
+    second = inbound(client, channel, customer="c-2")
+    assert run_directly(tenant, second) == 0
+    skipped = db.session.scalar(select(AutomationRun).where(AutomationRun.message_id == uuid.UUID(second["message_id"])))
+    assert (skipped.status, skipped.schedule_execution_state, skipped.schedule_execution_code) == (
+        "cancelled", "skipped", "message_event_limit")
+    assert conversation(second).assignee_member_id is None
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_overwrite_assigned_decides_whether_an_assignee_is_replaced(app, client, rules, tenant, agent, channel,
+                                                                    overwrite):
+    publish(rules, message_rule(agent, overwrite_assigned=overwrite), MESSAGE_EVENT + KEYWORD)
+    colleague = seat(tenant, "agent")
+    data = inbound(client, channel, text="hello")
+    db.session.execute(update(Conversation).values(assignee_member_id=colleague.id))
+    db.session.commit()
+    later = inbound(client, channel)
+    assert run_directly(tenant, later) == int(overwrite)
+    assert conversation(data).assignee_member_id == (agent.id if overwrite else colleague.id)
+    assert [item.reason for item in items()] == ["keyword_matched" if overwrite else "already_assigned"]
+
+
+@pytest.mark.parametrize("change, code", [("republish", "grant_replaced"), ("pause", "grant_replaced"),
+                                          ("agent_left", "rule_member_unavailable")])
+def test_a_recheck_failing_after_the_decision_skips_the_command(app, client, rules, tenant, agent, channel,
+                                                                monkeypatch, change, code):
+    rule_id = publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+    decide = message_events._decision
+
+    def meanwhile(*args):
+        decision = decide(*args)
+        if change == "republish":
+            assert rules.publish(rule_id, READ_ONLY + KEYWORD, expected=1).status_code == 200
+        elif change == "pause":
+            assert rules.pause(rule_id).status_code == 200
+        else:
+            db.session.execute(update(Member).where(Member.id == agent.id).values(active=False))
+            db.session.commit()
+        return decision
+
+    monkeypatch.setattr(message_events, "_decision", meanwhile)
+    assert run_directly(tenant, data) == 0
+    (run,) = runs()
+    assert (run.status, run.executed, run.schedule_execution_state, run.schedule_execution_code) == (
+        "complete", False, "skipped", code)
+    assert receipts() == [] and conversation(data).assignee_member_id is None
