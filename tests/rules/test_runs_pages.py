@@ -1,0 +1,242 @@
+"""The runs section of the rule page: plans on demand, their per-conversation results, approving one
+execution of a fresh complete plan and its live receipts, driven through the page forms."""
+import re
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from rq import Queue
+from sqlalchemy import func, select
+
+from core.clock import utcnow
+from core.db import db
+from core.queue import DEFAULT
+from desk.models import AssignmentReceipt
+from rules.models import AutomationRun
+from tests.conftest import csrf_from, login, seat
+from tests.rules.test_execution import _conversations, _plan, _work
+from tests.rules import test_pages as pages
+from tests.rules.test_pages import BASE, HTMX, _form, _text, bound, publish
+
+agents, planning, saved_rule = pages.agents, pages.planning, pages.saved_rule  # the page fixtures, shared here
+
+POLL_RUNS = 'hx-trigger="load delay:2s"'
+POLL_RECEIPTS = 'hx-trigger="load delay:1s"'
+
+
+@pytest.fixture
+def executing(app, monkeypatch):
+    """Single-run execution and atomic assignment on (both default off)."""
+    for name in ("AUTOMATION_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED"):
+        monkeypatch.setitem(app.config, name, True)
+
+
+@pytest.fixture
+def published(admin_client, saved_rule, planning) -> str:
+    """The saved weekly rule published read-only (planning on)."""
+    publish(admin_client, saved_rule, "plan_only")
+    return saved_rule
+
+
+def _runs(client, rule_id: str) -> str:
+    response = client.get(f"{BASE}/{rule_id}/runs", headers=HTMX)
+    assert response.status_code == 200
+    return _text(response)
+
+
+def _run_block(page: str, run_id) -> str:
+    """The list item of one run."""
+    return re.search(rf'<li class="run" id="run-{run_id}">(.*?)</li>', page, re.S)[1]
+
+
+# --- the list -----------------------------------------------------------------------------------
+
+def test_a_rule_without_runs_shows_the_empty_state_and_does_not_poll(admin_client, saved_rule):
+    page = _text(admin_client.get(f"{BASE}/{saved_rule}"))
+    assert 'id="runs"' in page and 'id="runs-empty"' in page and "Plan now" in page
+    partial = _runs(admin_client, saved_rule)
+    assert partial.lstrip().startswith('<section class="card" id="runs"') and "<html" not in partial
+    assert "No runs yet" in partial and "hx-trigger" not in partial
+
+
+def test_runs_list_their_facts_and_per_conversation_results(admin_client, tenant, published, agents):
+    first, _ = agents
+    conversations = _conversations(tenant, 2)
+    run = _plan(tenant, published, first, conversations)
+    partial = _runs(admin_client, published)
+    block = _run_block(partial, run.id)
+    assert "Manual plan" in block and "Complete" in block
+    assert "<dt>Scanned</dt><dd>2</dd>" in block and "<dt>Planned</dt><dd>2</dd>" in block
+    assert "Beijing time" in block  # created and finished
+    details = re.search(r"<details class=\"run-items\">(.*?)</details>", block, re.S)[1]
+    assert "Conversations (2)" in details
+    for conversation in conversations:
+        assert str(conversation.id) in details
+    assert first.display_name in details and "slot_matched" in details
+    assert POLL_RUNS not in partial
+
+
+def test_a_weekly_plan_names_its_slot_time_in_beijing_time(admin_client, tenant, published, agents):
+    run = _plan(tenant, published, agents[0], [], planned_for=datetime(2026, 11, 23, 1, 0, tzinfo=timezone.utc))
+    block = _run_block(_runs(admin_client, published), run.id)
+    assert "<dt>Planned for</dt><dd>2026-11-23 09:00 Beijing time</dd>" in block
+    assert "No conversation results." in block and "Execute this plan" not in block
+
+
+# --- plan now -----------------------------------------------------------------------------------
+
+def test_plan_now_queues_a_run_and_the_section_polls_until_it_is_done(app, admin_client, published, redis_conn):
+    response = _form(admin_client, f"{BASE}/{published}/runs", {}, headers=HTMX)
+    assert response.status_code == 200
+    partial = _text(response)
+    run = db.session.scalar(select(AutomationRun))
+    assert (run.kind, run.status) == ("manual", "queued")
+    assert Queue(DEFAULT, connection=redis_conn).count == 1
+    assert POLL_RUNS in partial and f'hx-get="{BASE}/{published}/runs"' in partial
+    assert "plan is queued" in partial and "Queued" in _run_block(partial, run.id)
+    assert POLL_RUNS in _runs(admin_client, published)
+    _work(app, redis_conn)
+    done = _runs(admin_client, published)
+    assert POLL_RUNS not in done and "Complete" in _run_block(done, run.id)
+
+
+def test_a_second_plan_within_the_minute_is_refused_with_a_message(admin_client, published):
+    assert _form(admin_client, f"{BASE}/{published}/runs", {}, headers=HTMX).status_code == 200
+    response = _form(admin_client, f"{BASE}/{published}/runs", {}, headers=HTMX)
+    assert response.status_code == 422
+    assert "plan_rate_limited" in _text(response) and "One plan per minute" in _text(response)
+    assert db.session.scalar(select(func.count()).select_from(AutomationRun)) == 1
+
+
+def test_plan_now_shows_planning_disabled_when_the_switch_is_off(app, admin_client, published, monkeypatch):
+    monkeypatch.setitem(app.config, "AUTOMATION_PLANNING_ENABLED", False)
+    response = _form(admin_client, f"{BASE}/{published}/runs", {}, headers=HTMX)
+    assert response.status_code == 422
+    page = _text(response)
+    assert 'id="runs-message"' in page and "planning_disabled" in page and "switched off" in page
+    assert db.session.scalar(select(AutomationRun.id)) is None
+
+
+def test_plan_now_of_an_unpublished_rule_is_refused(admin_client, saved_rule, planning):
+    response = _form(admin_client, f"{BASE}/{saved_rule}/runs", {}, headers=HTMX)
+    assert response.status_code == 422 and "rule_not_published" in _text(response)
+
+
+def test_plan_now_without_javascript_redirects_to_the_page_with_the_message(admin_client, published):
+    response = _form(admin_client, f"{BASE}/{published}/runs", {})
+    assert response.status_code == 302 and response.headers["Location"].endswith(f"{BASE}/{published}#runs")
+    page = _text(admin_client.get(response.headers["Location"]))
+    assert "plan is queued" in page
+
+
+# --- execution ----------------------------------------------------------------------------------
+
+def test_the_execute_dialog_names_the_permission_and_the_count(admin_client, tenant, published, agents, executing):
+    run = _plan(tenant, published, agents[0], _conversations(tenant, 3))
+    page = _text(admin_client.get(f"{BASE}/{published}"))
+    dialog = re.search(rf'<dialog id="execute-{run.id}"(.*?)</dialog>', page, re.S)[1]
+    assert f'data-open-dialog="execute-{run.id}"' in page and "Execute this plan…" in page
+    assert "conversation.assign_plan" in dialog and "reassign <strong class=\"execute-count\">3 conversations" in dialog
+    assert 'type="checkbox" name="confirm"' in dialog
+
+
+def test_executing_without_the_checkbox_is_refused(admin_client, tenant, published, agents, executing):
+    run = _plan(tenant, published, agents[0], _conversations(tenant, 1))
+    response = _form(admin_client, f"{BASE}/{published}/runs/{run.id}/execute",
+                     {"permission": "conversation.assign_plan"}, headers=HTMX)
+    assert response.status_code == 422
+    assert "permission_confirmation_required" in _text(response) and "Tick the box" in _text(response)
+    assert db.session.scalar(select(AssignmentReceipt.id)) is None
+
+
+@pytest.mark.parametrize("switch, code", [("AUTOMATION_EXECUTION_ENABLED", "execution_disabled"),
+                                          ("ATOMIC_ASSIGNMENT_ENABLED", "atomic_assignment_disabled")])
+def test_executing_with_a_switch_off_is_refused(app, admin_client, tenant, published, agents, executing,
+                                                monkeypatch, switch, code):
+    run = _plan(tenant, published, agents[0], _conversations(tenant, 1))
+    monkeypatch.setitem(app.config, switch, False)
+    response = _form(admin_client, f"{BASE}/{published}/runs/{run.id}/execute",
+                     {"permission": "conversation.assign_plan", "confirm": "on"}, headers=HTMX)
+    assert response.status_code == 422 and code in _text(response)
+
+
+def test_an_expired_plan_is_refused(admin_client, tenant, published, agents, executing):
+    run = _plan(tenant, published, agents[0], _conversations(tenant, 1), finished_at=utcnow() - timedelta(minutes=6))
+    assert "plan again to execute" in _run_block(_runs(admin_client, published), run.id)
+    response = _form(admin_client, f"{BASE}/{published}/runs/{run.id}/execute",
+                     {"permission": "conversation.assign_plan", "confirm": "on"}, headers=HTMX)
+    assert response.status_code == 422 and "plan_expired" in _text(response)
+
+
+def test_an_approved_plan_shows_receipts_polling_until_they_are_final(app, admin_client, tenant, published, agents,
+                                                                      executing, redis_conn):
+    first, _ = agents
+    conversations = _conversations(tenant, 2)
+    run = _plan(tenant, published, first, conversations)
+    response = _form(admin_client, f"{BASE}/{published}/runs/{run.id}/execute",
+                     {"permission": "conversation.assign_plan", "confirm": "on"}, headers=HTMX)
+    assert response.status_code == 200
+    block = _run_block(_text(response), run.id)
+    receipts_url = f"{BASE}/{published}/runs/{run.id}/execution"
+    assert "2 reassignment command(s) queued" in _text(response)
+    assert f'hx-get="{receipts_url}"' in block and POLL_RECEIPTS in block
+    assert block.count("receipt-pending") == 2 and "Execute this plan" not in block
+    assert Queue(DEFAULT, connection=redis_conn).count == 2
+
+    pending = admin_client.get(receipts_url, headers=HTMX)
+    assert pending.status_code == 200 and POLL_RECEIPTS in _text(pending)
+    assert _text(pending).lstrip().startswith(f'<div class="execution" id="execution-{run.id}"')
+
+    _work(app, redis_conn)
+    final = _text(admin_client.get(receipts_url, headers=HTMX))
+    assert "hx-trigger" not in final and "hx-get" not in final and "Execution finished" in final
+    assert final.count("receipt-applied") == 2 and first.display_name in final
+    for conversation in conversations:
+        assert str(conversation.id) in final
+    page = _runs(admin_client, published)  # the section shows the same receipts, not polling
+    assert POLL_RECEIPTS not in page and _run_block(page, run.id).count("receipt-applied") == 2
+
+
+def test_a_command_refused_on_recheck_shows_its_reason(app, admin_client, tenant, published, agents, executing,
+                                                       redis_conn):
+    run = _plan(tenant, published, agents[0], _conversations(tenant, 1))
+    _form(admin_client, f"{BASE}/{published}/runs/{run.id}/execute",
+          {"permission": "conversation.assign_plan", "confirm": "on"}, headers=HTMX)
+    _form(admin_client, f"{BASE}/{published}/pause", {})
+    _work(app, redis_conn)
+    final = _text(admin_client.get(f"{BASE}/{published}/runs/{run.id}/execution", headers=HTMX))
+    assert "receipt-rejected" in final and "rule_not_published" in final and "hx-trigger" not in final
+
+
+# --- access -------------------------------------------------------------------------------------
+
+def test_agents_are_refused(agent_client, admin_client, saved_rule):
+    assert agent_client.get(f"{BASE}/{saved_rule}/runs", headers=HTMX).status_code == 403
+    token = csrf_from(_text(agent_client.get("/workbench")))
+    assert agent_client.post(f"{BASE}/{saved_rule}/runs", data={"csrf_token": token}).status_code == 403
+    run_id = uuid.uuid4()
+    assert agent_client.get(f"{BASE}/{saved_rule}/runs/{run_id}/execution", headers=HTMX).status_code == 403
+    assert agent_client.post(f"{BASE}/{saved_rule}/runs/{run_id}/execute",
+                             data={"csrf_token": token, "confirm": "on"}).status_code == 403
+
+
+def test_a_foreign_rule_and_its_runs_are_not_found(admin_client, other_tenant, tenant, published, agents, executing):
+    run = _plan(tenant, published, agents[0], _conversations(tenant, 1))
+    other = seat(other_tenant, "admin")
+    browser = admin_client.application.test_client()
+    login(browser, other.user.email)
+    token = csrf_from(_text(browser.get(BASE)))
+    assert browser.get(f"{BASE}/{published}/runs", headers=HTMX).status_code == 404
+    assert browser.post(f"{BASE}/{published}/runs", data={"csrf_token": token}, headers=HTMX).status_code == 404
+    assert browser.get(f"{BASE}/{published}/runs/{run.id}/execution", headers=HTMX).status_code == 404
+    executed = browser.post(f"{BASE}/{published}/runs/{run.id}/execute", headers=HTMX,
+                            data={"csrf_token": token, "confirm": "on", "permission": "conversation.assign_plan"})
+    assert executed.status_code == 404
+    assert db.session.scalar(select(AssignmentReceipt.id)) is None
+
+
+def test_a_run_of_another_rule_is_not_found_under_this_rule(admin_client, tenant, published, agents):
+    run = _plan(tenant, published, agents[0], _conversations(tenant, 1))
+    other_rule = _form(admin_client, f"{BASE}/new", bound(*agents, name="Second rule")).headers["Location"]
+    other_rule = other_rule.rsplit("/", 1)[1]
+    assert admin_client.get(f"{BASE}/{other_rule}/runs/{run.id}/execution", headers=HTMX).status_code == 404
