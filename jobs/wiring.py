@@ -31,6 +31,7 @@ TICK_HANDLERS = (
     "openapi.webhooks.sweep",
     "studio.generation.sweep",
     "rules.plans.sweep",
+    "rules.scheduler.tick",
 )
 
 # Called with the event's ids, each in a job of its own.

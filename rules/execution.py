@@ -3,7 +3,8 @@ conversation, each rechecked and applied through the desk's atomic adapter.
 
 The approval writes the commands' receipts (`pending`) under the command key `run:<run id>` and
 answers at once; a job per command marks it `sending`, rechecks publisher, approver, tenant,
-target member and rule, and hands it to `desk.conversations.apply_command`, which compares the
+target member and rule (a scheduled run has no approver: its `scheduled` grant, still the rule's
+current one, and the scheduled-execution switch are rechecked instead), and hands it to `desk.conversations.apply_command`, which compares the
 plan's snapshot, reassigns and records the receipt in one transaction. `rules` never writes a
 desk table itself.
 """
@@ -84,6 +85,16 @@ def request_execution(tenant_id: uuid.UUID, actor_id: uuid.UUID, run_id: uuid.UU
     return {"run_id": str(run.id), "commands": len(items), "status": "queued", "complete": False}
 
 
+def queue_scheduled_commands(run: AutomationRun, items: list[AutomationRunItem]) -> int:
+    """Write one pending receipt per planned item of a scheduled run (flush; the caller commits,
+    then calls `queue_jobs`). No approver: the run's `scheduled` grant authorizes it, and each
+    command rechecks that grant and its publisher. Returns how many receipts were new."""
+    if run.kind != "scheduled":
+        raise ValueError("only scheduled runs execute without an approver")
+    return conversations.queue_commands(run.tenant_id, command_key(run.id), [
+        (item.conversation_id, item.target_member_id, item.snapshot) for item in items])
+
+
 def queue_jobs(tenant_id: uuid.UUID, run_id: uuid.UUID) -> None:
     """One job per pending command of the run (after the commit); job ids collapse repeats."""
     for receipt in conversations.receipts(tenant_id, command_key(run_id)):
@@ -110,7 +121,12 @@ def _recheck(run: AutomationRun, target_member_id: uuid.UUID) -> str | None:
     grant = db.session.get(AutomationGrant, run.grant_id)
     if not _admin_holds(run.tenant_id, grant.granted_by):
         return "publisher_invalid"
-    if not _admin_holds(run.tenant_id, run.approved_by):
+    if run.kind == "scheduled":  # no approver: the continuing authorization is the scheduled grant
+        if grant.execution_mode != "scheduled":
+            return "grant_replaced"
+        if not current_app.config["AUTOMATION_SCHEDULE_EXECUTION_ENABLED"]:
+            return "schedule_execution_disabled"
+    elif not _admin_holds(run.tenant_id, run.approved_by):
         return "approver_invalid"
     target = db.session.get(Member, target_member_id)
     if target is None or target.tenant_id != run.tenant_id or target.role != "agent" \

@@ -1,0 +1,322 @@
+"""The 15-second scheduler of weekly rules (document 2, "Events" 5, "Limits", the scheduled-run rows).
+
+`tick()` (a tick handler, `jobs.wiring`) does nothing unless AUTOMATION_PLANNING_ENABLED,
+AUTOMATION_SCHEDULE_EXECUTION_ENABLED and ATOMIC_ASSIGNMENT_ENABLED are all on. Each tick, in order:
+
+1. creates one `scheduled` run per published weekly rule whose current grant is `scheduled` and
+   slot start that is due (<= now, within LOOKBACK and not before the grant was made), under that
+   grant, deduplicated per rule and planned_for by the partial unique index (one
+   INSERT ... ON CONFLICT DO NOTHING naming the index's predicate, so two cron processes never
+   raise nor need a savepoint). A slot already more than 5 minutes past is created `missed`;
+2. marks `missed` (state skipped, code missed) every queued scheduled run whose planned time is
+   more than 5 minutes past: it never starts and is never replayed (a plan job claimed after that
+   finds it no longer queued and does nothing);
+3. releases the plan slots (Redis semaphores, 4 platform-wide, 1 per tenant) of runs that are no
+   longer queued or running, and renews the leases of the others; a lease (STUCK_AFTER) runs out
+   by itself when the ticks stop;
+4. decides each finished scheduled run once (a conditional UPDATE on a null
+   schedule_execution_state): complete, with snapshots, under the rule's current `scheduled` grant,
+   started at most 5 minutes after its planned time and finished at most 5 minutes ago -> `queued`
+   and its commands queued through the atomic adapter; otherwise `skipped` (partial, failed,
+   cancelled, grant_replaced, missed, no_snapshot). Audited as `automation.schedule_round`;
+5. starts queued scheduled runs while slots are free: a per-run Redis key (SET NX) makes one tick
+   the starter, it takes the tenant's and the platform's slot and queues `jobs.tasks.plan_rule`;
+   a run with no free slot stays queued for a later tick (still subject to step 2).
+"""
+import json
+import logging
+import uuid
+from datetime import datetime, timedelta, timezone
+
+from flask import current_app
+from sqlalchemy import select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from core import audit
+from core.clock import utcnow
+from core.db import db
+from core.limits import Semaphore
+from core.queue import DEFAULT, enqueue
+from core.redis import get_redis
+from rules import execution, plans, service
+from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision, AutomationRun, AutomationRunItem
+from rules.preview import _slot_starts, _week_start
+
+log = logging.getLogger(__name__)
+
+LOOKBACK = timedelta(minutes=10)  # slot starts due since the last tick, even after a short outage
+LATE_AFTER = timedelta(minutes=5)  # a scheduled run starting later than this is missed
+FRESH_FOR = execution.EXECUTABLE_FOR  # a plan older than this is never executed
+PLATFORM_PLANS = 4
+TENANT_PLANS = 1
+LEASE_SECONDS = plans.STUCK_AFTER.total_seconds()  # renewed every tick while the run lives
+HELD = "rules:scheduler:held"  # set of run ids holding plan slots
+SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
+FINISHED = ("complete", "partial", "failed", "cancelled")
+
+
+def enabled() -> bool:
+    """Whether scheduled execution may run: planning, scheduled execution and atomic assignment on."""
+    return all(current_app.config.get(name) for name in SWITCHES)
+
+
+def platform_semaphore() -> Semaphore:
+    """The platform-wide plan slots of the scheduler."""
+    return Semaphore(get_redis(), "rules:scheduler:platform", PLATFORM_PLANS, LEASE_SECONDS)
+
+
+def tenant_semaphore(tenant_id: uuid.UUID | str) -> Semaphore:
+    """The plan slot of one tenant."""
+    return Semaphore(get_redis(), f"rules:scheduler:tenant:{tenant_id}", TENANT_PLANS, LEASE_SECONDS)
+
+
+def _held_key(run_id: uuid.UUID | str) -> str:
+    return f"rules:scheduler:run:{run_id}"
+
+
+def tick() -> int:
+    """One scheduler round (see the module's docstring); how many runs it created, changed or started."""
+    if not enabled():
+        return 0
+    now = utcnow()
+    done = _create_due(now)
+    done += _mark_missed(now)
+    _release_finished()
+    done += _decide_finished(now)
+    done += _start_queued(now)
+    return done
+
+
+# --- 1. due slots -------------------------------------------------------------------------------
+
+def due_slots(definition: dict, since: datetime, now: datetime) -> list[datetime]:
+    """The rule's slot starts in (since, now], in UTC, earliest first."""
+    found = []
+    week_start = _week_start(since)
+    for week in (0, 1, 2):
+        for start in _slot_starts(definition["slots"]):
+            moment = week_start + timedelta(weeks=week, minutes=start.minute)
+            if since < moment <= now:
+                found.append(moment.astimezone(timezone.utc))
+    return sorted(found)
+
+
+def _scheduled_rules() -> list:
+    """(tenant_id, rule_id, grant_id, revision, grant created_at, definition) of every published
+    weekly rule whose current grant is `scheduled`."""
+    return db.session.execute(select(
+        AutomationRule.tenant_id, AutomationRule.id, AutomationGrant.id, AutomationGrant.revision,
+        AutomationGrant.created_at, AutomationRuleRevision.definition)
+        .join(AutomationGrant, AutomationGrant.id == AutomationRule.grant_id)
+        .join(AutomationRuleRevision, (AutomationRuleRevision.rule_id == AutomationRule.id)
+              & (AutomationRuleRevision.revision == AutomationGrant.revision))
+        .where(AutomationRule.state == "published", AutomationRule.trigger == "weekly",
+               AutomationGrant.tenant_id == AutomationRule.tenant_id, AutomationGrant.revoked_at.is_(None),
+               AutomationGrant.execution_mode == "scheduled")).all()
+
+
+def _insert_scheduled(values: dict) -> bool:
+    """INSERT the scheduled run unless the rule has one for that planned time (the partial index)."""
+    dialect = db.session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(AutomationRun.__table__).on_conflict_do_nothing(
+        index_elements=["rule_id", "planned_for"], index_where=text("kind = 'scheduled'")
+    ).returning(AutomationRun.__table__.c.id)
+    return db.session.execute(statement, values).first() is not None
+
+
+def _create_due(now: datetime) -> int:
+    """Create the scheduled runs of due slot starts (one short transaction per rule)."""
+    rows = _scheduled_rules()
+    db.session.rollback()  # only read
+    created = 0
+    for tenant_id, rule_id, grant_id, revision, granted_at, definition in rows:
+        if definition.get("trigger") != "weekly" or not definition.get("slots"):
+            continue
+        for planned_for in due_slots(definition, max(now - LOOKBACK, granted_at - timedelta(microseconds=1)), now):
+            late = now - planned_for > LATE_AFTER
+            values = {"id": uuid.uuid4(), "tenant_id": tenant_id, "rule_id": rule_id, "revision": revision,
+                      "grant_id": grant_id, "kind": "scheduled", "mode": "plan_only", "executed": False,
+                      "status": "missed" if late else "queued", "planned_for": planned_for,
+                      "scanned": 0, "planned_count": 0, "created_at": now,
+                      "finished_at": now if late else None,
+                      "schedule_execution_state": "skipped" if late else None,
+                      "schedule_execution_code": "missed" if late else None}
+            if _insert_scheduled(values):
+                created += 1
+                if late:
+                    _audit_round(tenant_id, rule_id, values["id"], planned_for, "skipped", "missed", 0)
+        db.session.commit()
+    return created
+
+
+# --- 2. missed ----------------------------------------------------------------------------------
+
+def _mark_missed(now: datetime) -> int:
+    """Queued scheduled runs more than 5 minutes past their planned time become missed."""
+    rows = db.session.execute(select(AutomationRun.id, AutomationRun.tenant_id, AutomationRun.rule_id,
+                                     AutomationRun.planned_for).where(
+        AutomationRun.kind == "scheduled", AutomationRun.status == "queued",
+        AutomationRun.planned_for < now - LATE_AFTER)).all()
+    missed = 0
+    for run_id, tenant_id, rule_id, planned_for in rows:
+        changed = db.session.execute(update(AutomationRun).where(
+            AutomationRun.id == run_id, AutomationRun.status == "queued").values(
+            status="missed", finished_at=now, schedule_execution_state="skipped",
+            schedule_execution_code="missed")).rowcount
+        if changed:
+            missed += 1
+            _audit_round(tenant_id, rule_id, run_id, planned_for, "skipped", "missed", 0)
+    db.session.commit()
+    return missed
+
+
+# --- 3. plan slots ------------------------------------------------------------------------------
+
+def _take_held(conn, run_id: str) -> dict | None:
+    """Remove the run's held-slot record atomically; its tokens when this caller got them."""
+    pipe = conn.pipeline(transaction=True)
+    pipe.get(_held_key(run_id))
+    pipe.delete(_held_key(run_id))
+    raw, _ = pipe.execute()
+    conn.srem(HELD, run_id)
+    if not raw or raw in (b"starting", "starting"):
+        return None
+    return json.loads(raw)
+
+
+def _release(conn, run_id: str) -> None:
+    """Give back the run's tenant and platform slots (idempotent)."""
+    held = _take_held(conn, run_id)
+    if held:
+        tenant_semaphore(held["tenant_id"]).release(held["tenant"])
+        platform_semaphore().release(held["platform"])
+
+
+def _release_finished() -> None:
+    """Release the slots of runs no longer queued or running; renew the leases of the others."""
+    conn = get_redis()
+    members = [m.decode() if isinstance(m, bytes) else m for m in conn.smembers(HELD)]
+    if not members:
+        return
+    statuses = dict(db.session.execute(select(AutomationRun.id, AutomationRun.status).where(
+        AutomationRun.id.in_([uuid.UUID(m) for m in members]))).all())
+    db.session.rollback()  # only read
+    for member in members:
+        if statuses.get(uuid.UUID(member)) in ("queued", "running"):
+            raw = conn.get(_held_key(member))
+            if raw is None:
+                conn.srem(HELD, member)  # the lease ran out: the slots already expired
+                continue
+            if raw in (b"starting", "starting"):
+                continue
+            held = json.loads(raw)
+            tenant_semaphore(held["tenant_id"]).refresh(held["tenant"])
+            platform_semaphore().refresh(held["platform"])
+            conn.expire(_held_key(member), int(LEASE_SECONDS))
+        else:
+            _release(conn, member)
+
+
+# --- 4. after planning --------------------------------------------------------------------------
+
+def schedule_decision(run: AutomationRun, now: datetime) -> str:
+    """The schedule_execution_code of a finished run: `queued` when its plan may run, else why not."""
+    if run.kind != "scheduled":
+        return "manual"
+    if run.status in ("partial", "failed"):
+        return run.status
+    grant = service.current_grant(run.tenant_id, run.rule_id)
+    if grant is None or grant.id != run.grant_id or grant.execution_mode != "scheduled":
+        return "grant_replaced"
+    if run.status != "complete":
+        return run.status  # cancelled (the planning switch went off) or missed
+    if run.started_at is None or run.planned_for is None or run.started_at - run.planned_for > LATE_AFTER:
+        return "missed"
+    if run.finished_at is None or now - run.finished_at > FRESH_FOR:
+        return "missed"
+    return "queued"
+
+
+def _decide_finished(now: datetime) -> int:
+    """Decide every finished, undecided scheduled run once; queue the commands of the good ones."""
+    run_ids = list(db.session.scalars(select(AutomationRun.id).where(
+        AutomationRun.kind == "scheduled", AutomationRun.status.in_(FINISHED),
+        AutomationRun.schedule_execution_state.is_(None))))
+    decided = 0
+    for run_id in run_ids:
+        decided += _decide(run_id, now)
+    return decided
+
+
+def _decide(run_id: uuid.UUID, now: datetime) -> int:
+    """One finished run: set its schedule_execution_state (once, whichever tick wins), queue its
+    commands when `queued`, audit the round; commits, then queues the command jobs."""
+    run = db.session.get(AutomationRun, run_id, populate_existing=True)
+    code = schedule_decision(run, now)
+    items = []
+    if code == "queued":
+        items = list(db.session.scalars(select(AutomationRunItem).where(
+            AutomationRunItem.run_id == run.id, AutomationRunItem.planned.is_(True))))
+        if any(item.snapshot is None or item.target_member_id is None for item in items):
+            code, items = "no_snapshot", []
+    state = "queued" if code == "queued" else "skipped"
+    values = {"schedule_execution_state": state, "schedule_execution_code": code}
+    if state == "queued":
+        values["execution_requested_at"] = now
+    won = db.session.execute(update(AutomationRun).where(
+        AutomationRun.id == run.id, AutomationRun.schedule_execution_state.is_(None)).values(**values)).rowcount
+    if not won:
+        db.session.rollback()
+        return 0
+    if items:
+        execution.queue_scheduled_commands(run, items)
+    _audit_round(run.tenant_id, run.rule_id, run.id, run.planned_for, state, code, len(items),
+                 status=run.status, planned_count=run.planned_count)
+    tenant_id = run.tenant_id
+    db.session.commit()
+    if items:
+        execution.queue_jobs(tenant_id, run_id)
+    return 1
+
+
+def _audit_round(tenant_id, rule_id, run_id, planned_for, state: str, code: str, commands: int, **extra) -> None:
+    """The summary of one scheduled round (counts and codes only; the caller commits)."""
+    audit.record(tenant_id, None, "automation.schedule_round", f"automation_run:{run_id}",
+                 {"run_id": str(run_id), "rule_id": str(rule_id),
+                  "planned_for": planned_for.astimezone(timezone.utc).isoformat() if planned_for else None,
+                  "schedule_execution_state": state, "schedule_execution_code": code, "commands": commands,
+                  **extra})
+
+
+# --- 5. starting plans --------------------------------------------------------------------------
+
+def _start_queued(now: datetime) -> int:
+    """Start queued scheduled runs (oldest planned time first) while plan slots are free."""
+    rows = db.session.execute(select(AutomationRun.id, AutomationRun.tenant_id).where(
+        AutomationRun.kind == "scheduled", AutomationRun.status == "queued",
+        AutomationRun.planned_for >= now - LATE_AFTER)
+        .order_by(AutomationRun.planned_for, AutomationRun.created_at, AutomationRun.id)).all()
+    db.session.rollback()  # only read
+    conn = get_redis()
+    started = 0
+    for run_id, tenant_id in rows:
+        key = _held_key(run_id)
+        if not conn.set(key, "starting", nx=True, ex=int(LEASE_SECONDS)):
+            continue  # already started (by this or another tick)
+        tenant_token = tenant_semaphore(tenant_id).acquire()
+        if tenant_token is None:
+            conn.delete(key)
+            continue  # the tenant's plan is running: a later tick
+        platform_token = platform_semaphore().acquire()
+        if platform_token is None:
+            tenant_semaphore(tenant_id).release(tenant_token)
+            conn.delete(key)
+            break  # no platform slot: later ticks
+        conn.set(key, json.dumps({"tenant_id": str(tenant_id), "tenant": tenant_token,
+                                  "platform": platform_token}), ex=int(LEASE_SECONDS))
+        conn.sadd(HELD, str(run_id))
+        enqueue("jobs.tasks.plan_rule", str(run_id), queue_name=DEFAULT, job_id=f"rule-plan-{run_id}",
+                job_timeout=plans.JOB_TIMEOUT)
+        started += 1
+    return started

@@ -1,0 +1,330 @@
+"""The scheduler of weekly rules: due slots make one scheduled run each, missed runs, the plan
+slots (4 platform-wide, 1 per tenant), and the execution of complete, fresh plans."""
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from rq import Queue
+from sqlalchemy import func, select, update
+
+from core.audit import AuditEntry
+from core.clock import BEIJING, utcnow
+from core.db import db
+from core.queue import DEFAULT
+from desk.channels import create_channel
+from desk.models import AssignmentReceipt, Conversation
+from rules import plans, scheduler
+from rules.models import AutomationGrant, AutomationRule, AutomationRun
+from tests.rules.test_plans import talk, work
+from tests.rules.test_service import READ_ONLY, SCHEDULED, RulesApi, weekly_rule
+
+SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
+
+
+@pytest.fixture(autouse=True)
+def switches(app, monkeypatch):
+    for name in SWITCHES:
+        monkeypatch.setitem(app.config, name, True)
+
+
+@pytest.fixture
+def rules(admin_client) -> RulesApi:
+    return RulesApi(admin_client)
+
+
+@pytest.fixture
+def channel(tenant):
+    found, _ = create_channel(tenant.id, "Web")
+    db.session.commit()
+    return found
+
+
+@pytest.fixture
+def slot() -> datetime:
+    """A slot start two minutes ahead (whole Beijing minute), in UTC: after the grants of the test."""
+    local = utcnow().astimezone(BEIJING).replace(second=0, microsecond=0) + timedelta(minutes=2)
+    return local.astimezone(timezone.utc)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """Set the scheduler's clock."""
+    def set_to(moment: datetime) -> None:
+        monkeypatch.setattr(scheduler, "utcnow", lambda: moment)
+    return set_to
+
+
+def slot_rule(agent, slot: datetime) -> dict:
+    local = slot.astimezone(BEIJING)
+    return weekly_rule(agent, slots=[{"weekdays": [local.isoweekday()], "time": local.strftime("%H:%M"),
+                                      "assignee_ref": str(agent.id)}])
+
+
+@pytest.fixture
+def scheduled(rules, agent, slot) -> str:
+    """A weekly rule published for scheduled execution, its only slot at `slot`."""
+    rule_id = rules.create(slot_rule(agent, slot))
+    response = rules.publish(rule_id, SCHEDULED, execution_mode="scheduled")
+    assert response.status_code == 200, response.get_json()
+    return rule_id
+
+
+def runs(rule_id: str | None = None) -> list[AutomationRun]:
+    db.session.expire_all()
+    query = select(AutomationRun).order_by(AutomationRun.created_at)
+    if rule_id:
+        query = query.where(AutomationRun.rule_id == uuid.UUID(rule_id))
+    return list(db.session.scalars(query))
+
+
+def queued_jobs(redis_conn) -> int:
+    return Queue(DEFAULT, connection=redis_conn).count
+
+
+def grant_of(rule_id: str) -> uuid.UUID:
+    db.session.expire_all()
+    return db.session.get(AutomationRule, uuid.UUID(rule_id)).grant_id
+
+
+# --- due slots ----------------------------------------------------------------------------------
+
+def test_a_due_slot_creates_one_scheduled_run_and_starts_its_plan(app, scheduled, slot, clock, redis_conn):
+    clock(slot - timedelta(seconds=1))
+    assert scheduler.tick() == 0 and runs() == []  # not yet due
+    clock(slot + timedelta(seconds=10))
+    assert scheduler.tick() == 2  # created, started
+    [run] = runs()
+    assert (run.kind, run.status, run.mode, run.executed) == ("scheduled", "queued", "plan_only", False)
+    assert run.planned_for == slot and run.grant_id == grant_of(scheduled)
+    assert run.schedule_execution_state is None and queued_jobs(redis_conn) == 1
+    clock(slot + timedelta(seconds=25))
+    scheduler.tick()
+    scheduler.tick()
+    assert [r.id for r in runs()] == [run.id]  # one run per rule and planned time
+    assert queued_jobs(redis_conn) == 1
+
+
+def test_a_slot_more_than_five_minutes_past_is_missed_and_never_replayed(app, scheduled, slot, clock, redis_conn):
+    clock(slot + timedelta(minutes=6))
+    scheduler.tick()
+    [run] = runs()
+    assert (run.status, run.schedule_execution_state, run.schedule_execution_code) == ("missed", "skipped", "missed")
+    assert queued_jobs(redis_conn) == 0
+    clock(slot + timedelta(minutes=7))
+    scheduler.tick()
+    assert [(r.id, r.status) for r in runs()] == [(run.id, "missed")]
+    assert queued_jobs(redis_conn) == 0
+    assert db.session.scalar(select(func.count()).select_from(AuditEntry).where(
+        AuditEntry.action == "automation.schedule_round")) == 1
+
+
+def test_a_queued_run_not_started_within_five_minutes_is_missed(app, scheduled, slot, clock, tenant, redis_conn):
+    hold = scheduler.tenant_semaphore(tenant.id).acquire()  # the tenant's plan slot is busy
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    assert [r.status for r in runs()] == ["queued"] and queued_jobs(redis_conn) == 0
+    scheduler.tenant_semaphore(tenant.id).release(hold)
+    clock(slot + timedelta(minutes=5, seconds=1))
+    scheduler.tick()
+    [run] = runs()
+    assert (run.status, run.schedule_execution_code) == ("missed", "missed") and queued_jobs(redis_conn) == 0
+
+
+def test_a_plan_job_claimed_after_the_run_was_missed_does_nothing(app, scheduled, slot, clock, redis_conn):
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    assert queued_jobs(redis_conn) == 1
+    clock(slot + timedelta(minutes=6))
+    scheduler.tick()  # the worker never came
+    work(app, redis_conn)
+    [run] = runs()
+    assert (run.status, run.started_at, run.schedule_execution_code) == ("missed", None, "missed")
+    scheduler.tick()
+    assert scheduler.platform_semaphore().holders() == 0  # its slots were given back
+
+
+# --- limits -------------------------------------------------------------------------------------
+
+def test_one_plan_per_tenant_at_a_time(app, scheduled, slot, clock, tenant, redis_conn):
+    hold = scheduler.tenant_semaphore(tenant.id).acquire()
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    assert [r.status for r in runs()] == ["queued"] and queued_jobs(redis_conn) == 0
+    assert scheduler.platform_semaphore().holders() == 0
+    scheduler.tenant_semaphore(tenant.id).release(hold)
+    clock(slot + timedelta(seconds=25))
+    assert scheduler.tick() == 1 and queued_jobs(redis_conn) == 1
+    assert scheduler.tenant_semaphore(tenant.id).holders() == 1
+    assert scheduler.platform_semaphore().holders() == 1
+
+
+def test_four_plans_platform_wide(app, scheduled, slot, clock, redis_conn):
+    holds = [scheduler.platform_semaphore().acquire() for _ in range(4)]
+    assert all(holds) and scheduler.platform_semaphore().acquire() is None
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    [run] = runs()
+    assert run.status == "queued" and queued_jobs(redis_conn) == 0
+    assert scheduler.tenant_semaphore(run.tenant_id).holders() == 0  # not kept while waiting
+    scheduler.platform_semaphore().release(holds[0])
+    scheduler.tick()
+    assert queued_jobs(redis_conn) == 1
+
+
+def test_the_slots_are_held_while_the_plan_runs_and_released_after(app, scheduled, slot, clock, tenant,
+                                                                  channel, redis_conn):
+    talk(tenant, channel)
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    assert scheduler.tenant_semaphore(tenant.id).holders() == 1
+    scheduler.tick()  # still queued: the lease is renewed, not released
+    assert scheduler.tenant_semaphore(tenant.id).holders() == 1
+    work(app, redis_conn)
+    scheduler.tick()
+    assert scheduler.tenant_semaphore(tenant.id).holders() == 0
+    assert scheduler.platform_semaphore().holders() == 0
+    assert redis_conn.scard(scheduler.HELD) == 0
+
+
+# --- switches and grants ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("switch", SWITCHES)
+def test_each_switch_off_does_nothing(app, scheduled, slot, clock, monkeypatch, redis_conn, switch):
+    monkeypatch.setitem(app.config, switch, False)
+    clock(slot + timedelta(seconds=10))
+    assert scheduler.tick() == 0
+    assert runs() == [] and queued_jobs(redis_conn) == 0
+
+
+def test_a_plan_only_rule_is_not_scheduled(app, rules, agent, slot, clock, redis_conn):
+    rule_id = rules.create(slot_rule(agent, slot))
+    assert rules.publish(rule_id, READ_ONLY).status_code == 200
+    clock(slot + timedelta(seconds=10))
+    assert scheduler.tick() == 0 and runs() == []
+
+
+def test_a_paused_rule_is_not_scheduled(app, rules, scheduled, slot, clock):
+    assert rules.pause(scheduled).status_code == 200
+    clock(slot + timedelta(seconds=10))
+    assert scheduler.tick() == 0 and runs() == []
+
+
+def test_a_slot_before_the_publication_is_not_scheduled(app, scheduled, slot, clock):
+    db.session.execute(update(AutomationGrant).values(created_at=slot + timedelta(seconds=5)))
+    db.session.commit()
+    clock(slot + timedelta(seconds=10))
+    assert scheduler.tick() == 0 and runs() == []
+
+
+# --- after planning -----------------------------------------------------------------------------
+
+def plan_round(app, slot, clock, redis_conn) -> AutomationRun:
+    """Tick (create and start), let the worker plan, tick again (decide); the run."""
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    work(app, redis_conn)
+    clock(slot + timedelta(seconds=25))
+    scheduler.tick()
+    [run] = runs()
+    return run
+
+
+def test_a_complete_fresh_plan_is_queued_and_assigned_through_the_adapter(app, scheduled, slot, clock, tenant,
+                                                                          agent, channel, redis_conn):
+    conversations = [talk(tenant, channel), talk(tenant, channel)]
+    run = plan_round(app, slot, clock, redis_conn)
+    assert (run.status, run.schedule_execution_state, run.schedule_execution_code) == ("complete", "queued", "queued")
+    assert run.approved_by is None and run.executed is False
+    assert queued_jobs(redis_conn) == 2
+    work(app, redis_conn)
+    db.session.expire_all()
+    receipts = list(db.session.scalars(select(AssignmentReceipt).where(
+        AssignmentReceipt.command_key == f"run:{run.id}")))
+    assert sorted(r.status for r in receipts) == ["applied", "applied"]
+    assert {db.session.get(Conversation, c.id).assignee_member_id for c in conversations} == {agent.id}
+    [entry] = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "automation.schedule_round"))
+    assert entry.summary == {**entry.summary, "run_id": str(run.id), "schedule_execution_state": "queued",
+                             "schedule_execution_code": "queued", "commands": 2}
+    scheduler.tick()  # decided once
+    assert [r.schedule_execution_code for r in runs()] == ["queued"] and queued_jobs(redis_conn) == 0
+
+
+def test_a_partial_plan_is_skipped_and_assigns_nothing(app, scheduled, slot, clock, tenant, channel, redis_conn,
+                                                       monkeypatch):
+    monkeypatch.setattr(plans, "SCAN_LIMIT", 1)
+    conversations = [talk(tenant, channel), talk(tenant, channel)]
+    run = plan_round(app, slot, clock, redis_conn)
+    assert (run.status, run.schedule_execution_state, run.schedule_execution_code) == ("partial", "skipped", "partial")
+    assert queued_jobs(redis_conn) == 0
+    db.session.expire_all()
+    assert {db.session.get(Conversation, c.id).assignee_member_id for c in conversations} == {None}
+    assert db.session.scalar(select(func.count()).select_from(AssignmentReceipt)) == 0
+
+
+def test_a_grant_replaced_between_plan_and_execution_skips_the_run(app, rules, scheduled, slot, clock, tenant,
+                                                                   channel, redis_conn):
+    conversation = talk(tenant, channel)
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    work(app, redis_conn)
+    response = rules.publish(scheduled, SCHEDULED, expected=1, execution_mode="scheduled")
+    assert response.status_code == 200, response.get_json()
+    clock(slot + timedelta(seconds=25))
+    scheduler.tick()
+    [run] = runs()  # the new grant's tick did not plan the slot again
+    assert (run.status, run.schedule_execution_state, run.schedule_execution_code) == \
+        ("complete", "skipped", "grant_replaced")
+    assert queued_jobs(redis_conn) == 0
+    db.session.expire_all()
+    assert db.session.get(Conversation, conversation.id).assignee_member_id is None
+
+
+def test_a_plan_finished_more_than_five_minutes_ago_is_skipped_as_missed(app, scheduled, slot, clock, tenant,
+                                                                         channel, redis_conn):
+    talk(tenant, channel)
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    work(app, redis_conn)
+    db.session.execute(update(AutomationRun).values(finished_at=slot - timedelta(minutes=6)))
+    db.session.commit()
+    scheduler.tick()
+    [run] = runs()
+    assert (run.schedule_execution_state, run.schedule_execution_code) == ("skipped", "missed")
+    assert queued_jobs(redis_conn) == 0
+
+
+def test_a_plan_started_late_is_skipped_as_missed(app, scheduled, slot, clock, tenant, channel, redis_conn):
+    talk(tenant, channel)
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    work(app, redis_conn)
+    db.session.execute(update(AutomationRun).values(started_at=slot + timedelta(minutes=5, seconds=1)))
+    db.session.commit()
+    scheduler.tick()
+    assert [(r.schedule_execution_state, r.schedule_execution_code) for r in runs()] == [("skipped", "missed")]
+
+
+def test_a_scheduled_command_rechecks_the_grant_at_write_time(app, rules, scheduled, slot, clock, tenant,
+                                                              channel, redis_conn):
+    conversation = talk(tenant, channel)
+    run = plan_round(app, slot, clock, redis_conn)
+    assert run.schedule_execution_state == "queued"
+    assert rules.pause(scheduled).status_code == 200
+    work(app, redis_conn)
+    db.session.expire_all()
+    [receipt] = db.session.scalars(select(AssignmentReceipt))
+    assert (receipt.status, receipt.reason) == ("rejected", "rule_not_published")
+    assert db.session.get(Conversation, conversation.id).assignee_member_id is None
+
+
+def test_manual_plans_are_never_executed_by_the_scheduler(app, rules, scheduled, slot, clock, tenant, channel,
+                                                          redis_conn):
+    talk(tenant, channel)
+    assert rules.post(f"/{scheduled}/rule-plan", {}).status_code == 202
+    work(app, redis_conn)
+    clock(utcnow())
+    scheduler.tick()
+    [run] = runs()
+    assert (run.kind, run.status, run.schedule_execution_state) == ("manual", "complete", None)
+    assert scheduler.schedule_decision(run, utcnow()) == "manual"
+    assert queued_jobs(redis_conn) == 0
