@@ -9,6 +9,7 @@ consistency rules between properties and case-insensitive keyword repeats are de
 """
 from functools import cache
 
+from core.schema import array, enum, shaped_object
 from rules.catalog import LIMITS
 from rules.definition import (RESERVED_LABEL, SCHEMA_VERSIONS, SHAPES, STATUSES, TIME_RE, TIMEZONES, TRIGGERS,
                               WEEKDAYS)
@@ -19,38 +20,21 @@ CONSISTENCY = ("weekly: at least one slot and assignee_ref \"\", optionally keyw
                "a weekday and time occur in one slot only")
 
 
+def _shape(shape: str, properties: dict, description: str | None = None) -> dict:
+    """The validator's object `shape` (see core.schema.shaped_object)."""
+    return shaped_object(SHAPES, shape, properties, description)
+
+
 def _text(limit: str, note: str = "", low: int = 1) -> dict:
     """A trimmed single-line text of at most LIMITS[limit] characters, with what else it must be."""
     return {"type": "string", "minLength": low, "maxLength": LIMITS[limit],
             "description": "; ".join(filter(None, ("one line, no control characters", note)))}
 
 
-def _enum(values: tuple) -> dict:
-    """One of fixed values."""
-    return {"enum": list(values)}
-
-
-def _list(items: dict, low: int, high: int, unique: bool = True) -> dict:
-    """An array of `low` to `high` items."""
-    return {"type": "array", "items": items, "minItems": low, "maxItems": high, "uniqueItems": unique}
-
-
-def _object(shape: str, properties: dict, description: str | None = None) -> dict:
-    """The object `shape` of the validator: exactly its properties, its required ones required."""
-    required, optional = SHAPES[shape]
-    if set(properties) != {*required, *optional}:
-        raise RuntimeError(f"the schema of `{shape}` is out of step with the validator's SHAPES")
-    schema = {"type": "object", "additionalProperties": False, "required": list(required),
-              "properties": {name: properties[name] for name in (*required, *optional)}}
-    if description:
-        schema["description"] = description
-    return schema
-
-
 def _slot() -> dict:
     """A weekly time slot and the placeholder of its assignee."""
-    return _object("slot", {
-        "weekdays": _list(_enum(WEEKDAYS), 1, len(WEEKDAYS)),
+    return _shape("slot", {
+        "weekdays": array(enum(WEEKDAYS), 1, len(WEEKDAYS)),
         "time": {"type": "string", "pattern": f"^{TIME_RE.pattern}$", "minLength": 5, "maxLength": 5,
                  "description": "HH:mm, Beijing time"},  # the length stops Python's `$` before a final newline
         "assignee_ref": _text("assignee_ref_chars", "the assignee's display-name placeholder")},
@@ -60,8 +44,8 @@ def _slot() -> dict:
 def _semantic() -> dict:
     """The administrator's business intents and the confidence a match needs."""
     label = {**_text("semantic_label_chars"), "not": {"pattern": RESERVED_LABEL}}
-    return _object("semantic", {
-        "labels": _list(label, 1, LIMITS["semantic_labels"]),
+    return _shape("semantic", {
+        "labels": array(label, 1, LIMITS["semantic_labels"]),
         "min_confidence": {"type": "number", "minimum": LIMITS["min_confidence_low"],
                            "maximum": LIMITS["min_confidence_high"]}})
 
@@ -69,15 +53,15 @@ def _semantic() -> dict:
 @cache
 def rule_schema() -> dict:
     """The JSON schema of a rule definition (schema_version 1)."""
-    return _object("definition", {
-        "schema_version": _enum(SCHEMA_VERSIONS), "name": _text("name_chars"), "timezone": _enum(TIMEZONES),
-        "trigger": _enum(TRIGGERS), "slots": _list(_slot(), 0, LIMITS["slots"], False),
+    return _shape("definition", {
+        "schema_version": enum(SCHEMA_VERSIONS), "name": _text("name_chars"), "timezone": enum(TIMEZONES),
+        "trigger": enum(TRIGGERS), "slots": array(_slot(), 0, LIMITS["slots"], False),
         "assignee_ref": _text("assignee_ref_chars", "\"\" for a weekly rule, else the assignee's display-name "
                                                     "placeholder", low=0),
-        "keywords": _list(_text("keyword_chars", "found in the text ignoring case; unique ignoring case"), 0,
+        "keywords": array(_text("keyword_chars", "found in the text ignoring case; unique ignoring case"), 0,
                           LIMITS["keywords"]),
         "semantic": _semantic(),
-        "statuses": _list(_enum(STATUSES), 1, len(STATUSES)),
+        "statuses": array(enum(STATUSES), 1, len(STATUSES)),
         "overwrite_assigned": {"type": "boolean"},
         "max_actions": {"type": "integer", "minimum": 1, "maximum": LIMITS["max_actions"]}},
         CONSISTENCY)

@@ -36,7 +36,7 @@ from studio import apps, knowledge_ref, quota
 from studio.catalog import CAPABILITY_VERSION, CATALOG, LIMITS
 from studio.definition import capability_manifest, validate_definition
 from studio.models import StudioGeneration, StudioTenantUsage
-from studio.schema import answer_schema
+from studio.schema import UNSUPPORTED_ITEM_CHARS, UNSUPPORTED_LIST_ITEMS, answer_schema
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +296,6 @@ def build_prompt(requirement: str, excerpts: list[dict]) -> tuple[str, str]:
 # --- the answer ---------------------------------------------------------------------------------
 
 UNSUPPORTED_LISTS = ("unsupported_capabilities", "missing_capabilities", "missing_labels")
-UNSUPPORTED_LIST_ITEMS, UNSUPPORTED_ITEM_CHARS = 20, 120
 
 
 def _invalid(detail: str) -> ApiError:

@@ -9,6 +9,7 @@ field being declared, or an operator suiting its field's type, are beyond a JSON
 """
 from functools import cache
 
+from core.schema import array, enum, shaped_object
 from rules.schema import rule_schema
 from studio.catalog import CAPABILITY_VERSION, CATALOG, FIELD_TYPES, LIMITS, OPERATORS
 from studio.definition import (ACTION_CAPABILITIES, AUDIENCE_TAG_TYPES, CAMPAIGN_TEXT_TYPES, CHART_METRICS,
@@ -20,43 +21,26 @@ UNSUPPORTED_LIST_ITEMS = 20  # entries in each list of an unsupported answer
 UNSUPPORTED_ITEM_CHARS = 120
 
 
+def _shape(shape: str, properties: dict, description: str | None = None) -> dict:
+    """The validator's object `shape` (see core.schema.shaped_object)."""
+    return shaped_object(SHAPES, shape, properties, description)
+
+
 def _text(limit: str, multiline: bool = False) -> dict:
     """A trimmed, non-empty text of at most LIMITS[limit] characters."""
     lines = "may span lines" if multiline else "one line, no control characters"
     return {"type": "string", "minLength": 1, "maxLength": LIMITS[limit], "description": lines}
 
 
-def _enum(values: tuple) -> dict:
-    """One of fixed values."""
-    return {"enum": list(values)}
-
-
-def _list(items: dict, low: int, high: int, unique: bool = True) -> dict:
-    """An array of `low` to `high` items."""
-    return {"type": "array", "items": items, "minItems": low, "maxItems": high, "uniqueItems": unique}
-
-
 def _key() -> dict:
     """A lowercase identifier that is not reserved."""
-    return {"type": "string", "pattern": f"^{KEY_RE.pattern}$", "not": _enum(tuple(sorted(RESERVED_KEYS)))}
+    return {"type": "string", "pattern": f"^{KEY_RE.pattern}$", "not": enum(tuple(sorted(RESERVED_KEYS)))}
 
 
 def _field_ref(types: tuple = FIELD_TYPES) -> dict:
     """The key of a field declared in `fields`, of one of `types`."""
     return {"type": "string", "pattern": f"^{KEY_RE.pattern}$",
             "description": f"the key of a declared field of type {' or '.join(types)}"}
-
-
-def _object(shape: str, properties: dict, description: str | None = None) -> dict:
-    """The object `shape` of the validator: exactly its properties, its required ones required."""
-    required, optional = SHAPES[shape]
-    if set(properties) != {*required, *optional}:
-        raise RuntimeError(f"the schema of `{shape}` is out of step with the validator's SHAPES")
-    schema = {"type": "object", "additionalProperties": False, "required": list(required),
-              "properties": {name: properties[name] for name in (*required, *optional)}}
-    if description:
-        schema["description"] = description
-    return schema
 
 
 def _constant() -> dict:
@@ -71,58 +55,58 @@ def _constant() -> dict:
 def _workflow() -> dict:
     """The submit trigger and its if-then rules."""
     operators = "; ".join(f"{op}: {', '.join(types)}" for op, types in OPERATORS.items())
-    when = _object("when", {"field": _field_ref(), "operator": _enum(tuple(OPERATORS)), "value": _constant()},
+    when = _shape("when", {"field": _field_ref(), "operator": enum(tuple(OPERATORS)), "value": _constant()},
                    f"operators by the field types they may test: {operators}")
-    then = _object("then", {"field": _field_ref(), "value": _constant()})
-    rule = _object("rule", {"name": _text("rule_name_chars"), "when": when, "then": then})
-    return _object("workflow", {"trigger": _enum(TRIGGERS), "rules": _list(rule, 0, LIMITS["rules"], False)})
+    then = _shape("then", {"field": _field_ref(), "value": _constant()})
+    rule = _shape("rule", {"name": _text("rule_name_chars"), "when": when, "then": then})
+    return _shape("workflow", {"trigger": enum(TRIGGERS), "rules": array(rule, 0, LIMITS["rules"], False)})
 
 
 def _sections() -> dict:
     """The optional sections, each as the validator accepts it."""
-    chart = _object("chart", {
-        "key": _key(), "title": _text("chart_title_chars"), "type": _enum(CHART_TYPES),
-        "group_by": _field_ref(GROUPABLE_TYPES), "metric": _enum(CHART_METRICS),
+    chart = _shape("chart", {
+        "key": _key(), "title": _text("chart_title_chars"), "type": enum(CHART_TYPES),
+        "group_by": _field_ref(GROUPABLE_TYPES), "metric": enum(CHART_METRICS),
         "value_field": _field_ref(("number",))},
         "a line chart groups by a date field; value_field only (and required) for sum and average")
-    code = _object("code", {"language": _enum(CODE_LANGUAGES),
+    code = _shape("code", {"language": enum(CODE_LANGUAGES),
                             "source": {"type": "string", "minLength": 1, "maxLength": LIMITS["script_source_chars"]}})
-    workbench = _object("workbench", {"title": _text("workbench_title_chars"),
-                                      **{name: _enum(choices) for name, choices in WORKBENCH_CHOICES.items()}},
+    workbench = _shape("workbench", {"title": _text("workbench_title_chars"),
+                                      **{name: enum(choices) for name, choices in WORKBENCH_CHOICES.items()}},
                         "at least one property")
     label = {**_text("intent_label_chars"), "not": {"pattern": RESERVED_LABEL}}
-    intent = _object("intent", {"labels": _list(label, 1, LIMITS["intent_labels"])})
-    action = _object("action", {
-        "key": _key(), "title": _text("action_title_chars"), "kind": _enum(tuple(ACTION_CAPABILITIES)),
-        "fields": _list(_field_ref(), 1, LIMITS["fields"]),
+    intent = _shape("intent", {"labels": array(label, 1, LIMITS["intent_labels"])})
+    action = _shape("action", {
+        "key": _key(), "title": _text("action_title_chars"), "kind": enum(tuple(ACTION_CAPABILITIES)),
+        "fields": array(_field_ref(), 1, LIMITS["fields"]),
         "name_field": _field_ref(CAMPAIGN_TEXT_TYPES), "content_field": _field_ref(CAMPAIGN_TEXT_TYPES),
         "audience_tag_field": _field_ref(AUDIENCE_TAG_TYPES)},
         "http: fields only; campaign: name_field and content_field, optional audience_tag_field")
-    return {"charts": _list(chart, 0, LIMITS["charts"], False), "code": code, "workbench": workbench,
-            "intent": intent, "actions": _list(action, 0, LIMITS["actions"], False)}
+    return {"charts": array(chart, 0, LIMITS["charts"], False), "code": code, "workbench": workbench,
+            "intent": intent, "actions": array(action, 0, LIMITS["actions"], False)}
 
 
 @cache
 def definition_schema() -> dict:
     """The JSON schema of a definition (schema_version 1)."""
-    page = _object("page", {"title": _text("page_title_chars"), "description": _text("description_chars", True),
-                            "columns": _enum(PAGE_COLUMNS), "submit_label": _text("submit_label_chars")})
-    field = _object("field", {"key": _key(), "label": _text("field_label_chars"), "type": _enum(FIELD_TYPES),
+    page = _shape("page", {"title": _text("page_title_chars"), "description": _text("description_chars", True),
+                            "columns": enum(PAGE_COLUMNS), "submit_label": _text("submit_label_chars")})
+    field = _shape("field", {"key": _key(), "label": _text("field_label_chars"), "type": enum(FIELD_TYPES),
                               "required": {"type": "boolean"},
-                              "options": _list(_text("option_chars"), 1, LIMITS["select_options"])},
+                              "options": array(_text("option_chars"), 1, LIMITS["select_options"])},
                     "options only (and required) for a select")
-    return _object("definition", {
-        "schema_version": _enum(SCHEMA_VERSIONS), "name": _text("name_chars"),
+    return _shape("definition", {
+        "schema_version": enum(SCHEMA_VERSIONS), "name": _text("name_chars"),
         "description": _text("description_chars", True), "page": page,
-        "fields": _list(field, 1, LIMITS["fields"], False),
-        "table_columns": _list(_field_ref(), 1, LIMITS["table_columns"]),
+        "fields": array(field, 1, LIMITS["fields"], False),
+        "table_columns": array(_field_ref(), 1, LIMITS["table_columns"]),
         "workflow": _workflow(), **_sections()},
         f"at most {LIMITS['definition_bytes']} bytes as compact JSON; field keys unique")
 
 
 def _strings() -> dict:
     """A short list of short texts (the lists of an unsupported answer)."""
-    return _list({"type": "string", "minLength": 1, "maxLength": UNSUPPORTED_ITEM_CHARS}, 0, UNSUPPORTED_LIST_ITEMS)
+    return array({"type": "string", "minLength": 1, "maxLength": UNSUPPORTED_ITEM_CHARS}, 0, UNSUPPORTED_LIST_ITEMS)
 
 
 @cache
@@ -133,12 +117,12 @@ def answer_schema() -> dict:
     app = {"type": "object", "additionalProperties": False,
            "required": ["capability_version", "kind", "required_capabilities", "definition"],
            "properties": {"capability_version": {"const": CAPABILITY_VERSION}, "kind": {"const": "app"},
-                          "required_capabilities": _list(_enum(capability_ids), 1, len(capability_ids)),
+                          "required_capabilities": array(enum(capability_ids), 1, len(capability_ids)),
                           "definition": definition_schema()}}
     rule = {"type": "object", "additionalProperties": False,
             "required": ["capability_version", "kind", "required_capabilities", "definition"],
             "properties": {"capability_version": {"const": CAPABILITY_VERSION}, "kind": {"const": "automation_preview"},
-                           "required_capabilities": _list(_enum(capability_ids), 1, len(capability_ids)),
+                           "required_capabilities": array(enum(capability_ids), 1, len(capability_ids)),
                            "definition": rule_schema()}}
     unsupported = {"type": "object", "additionalProperties": False,
                    "required": ["capability_version", "kind", "unsupported_capabilities", "missing_capabilities",

@@ -1,5 +1,6 @@
 """Fixture chain: services → app → clean state per test → clients logged in through the form."""
 import contextvars
+import math
 import os
 import re
 import shlex
@@ -276,6 +277,12 @@ def start_of_a_fresh_window(conn: redis.Redis, window: int, needed: float) -> No
     left = window - seconds % window - micros / 1_000_000
     if left < needed:
         time.sleep(left + 0.01)
+
+
+def seconds_left_in_window(conn: redis.Redis, window: int) -> int:
+    """Whole seconds until the current fixed window ends (Redis server time), as Retry-After says."""
+    seconds, micros = conn.time()
+    return math.ceil(window - seconds % window - micros / 1_000_000)
 
 
 LONG_WINDOW = 3600  # a burst of requests practically never meets its end (and waits when it would)

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from core.db import db
 from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision
-from tests.rules.test_service import READ_ONLY, RulesApi, weekly_rule
+from tests.rules.test_service import READ_ONLY, weekly_rule
 from tests.studio.conftest import ORIGIN
 from tests.studio.test_concurrency import PARALLEL, _at_once, _browsers
 
@@ -17,11 +17,6 @@ from tests.studio.test_concurrency import PARALLEL, _at_once, _browsers
 def planning(app, monkeypatch):
     """Publishing needs the planning switch."""
     monkeypatch.setitem(app.config, "AUTOMATION_PLANNING_ENABLED", True)
-
-
-@pytest.fixture
-def rules(admin_client) -> RulesApi:
-    return RulesApi(admin_client)
 
 
 def _outcomes(responses) -> list:

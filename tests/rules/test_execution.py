@@ -15,7 +15,7 @@ from desk.models import AssignmentReceipt, Channel, Conversation, Customer, Memb
 from jobs.worker import AppWorker
 from rules.models import AutomationRule, AutomationRun, AutomationRunItem
 from tests.conftest import seat
-from tests.rules.test_service import READ_ONLY, RulesApi, weekly_rule
+from tests.rules.test_service import READ_ONLY, weekly_rule
 
 CONFIRM = {"confirm": True, "permission": "conversation.assign_plan"}
 
@@ -25,11 +25,6 @@ def switches(app, monkeypatch):
     """Planning, single-run execution and atomic assignment on."""
     for name in ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED"):
         monkeypatch.setitem(app.config, name, True)
-
-
-@pytest.fixture
-def rules(admin_client) -> RulesApi:
-    return RulesApi(admin_client)
 
 
 @pytest.fixture

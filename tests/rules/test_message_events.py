@@ -34,11 +34,6 @@ def switches(app, monkeypatch):
 
 
 @pytest.fixture
-def rules(admin_client) -> RulesApi:
-    return RulesApi(admin_client)
-
-
-@pytest.fixture
 def channel(tenant):
     """A channel of the tenant with its plain secret."""
     found, secret = create_channel(tenant.id, "Website chat")

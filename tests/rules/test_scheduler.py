@@ -16,7 +16,7 @@ from desk.models import AssignmentReceipt, Conversation
 from rules import plans, scheduler
 from rules.models import AutomationGrant, AutomationRule, AutomationRun
 from tests.rules.test_plans import talk, work
-from tests.rules.test_service import READ_ONLY, SCHEDULED, RulesApi, weekly_rule
+from tests.rules.test_service import READ_ONLY, SCHEDULED, weekly_rule
 
 SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
 
@@ -25,11 +25,6 @@ SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLE
 def switches(app, monkeypatch):
     for name in SWITCHES:
         monkeypatch.setitem(app.config, name, True)
-
-
-@pytest.fixture
-def rules(admin_client) -> RulesApi:
-    return RulesApi(admin_client)
 
 
 @pytest.fixture

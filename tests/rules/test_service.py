@@ -102,11 +102,6 @@ def planning(app, monkeypatch):
 
 
 @pytest.fixture
-def rules(admin_client) -> RulesApi:
-    return RulesApi(admin_client)
-
-
-@pytest.fixture
 def foreign(app, other_tenant) -> tuple[RulesApi, Member]:
     """Another tenant's administrator on the rules API, and an agent of that tenant."""
     browser = app.test_client()
