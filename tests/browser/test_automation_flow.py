@@ -134,6 +134,7 @@ def test_publish_and_pause_dialogs_work_by_keyboard_alone(page, live_server, ten
     expect(dialog.get_by_role("button", name="Publish")).to_be_focused()
     page.keyboard.press("Enter")
     expect(page.get_by_text("Revision 1 is published: scheduled assignment")).to_be_visible()
+    page.wait_for_load_state("load")  # the reloaded page's script opens dialogs: wait until it ran
 
     pause = page.get_by_role("button", name="Pause rule…")
     pause.focus()
