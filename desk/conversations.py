@@ -126,6 +126,25 @@ _ASSIGN_IF_UNCHANGED = update(_CONVERSATION).where(
 ).values(assignee_member_id=bindparam("target"))
 
 
+# Another command planned from the same state of the conversation and applied: the two raced.
+_RACED_BY_ANOTHER_COMMAND = select(_RECEIPT.c.id).where(
+    _RECEIPT.c.tenant_id == bindparam("b_tenant_id"), _RECEIPT.c.conversation_id == bindparam("b_conversation_id"),
+    _RECEIPT.c.command_key != bindparam("b_command_key"), _RECEIPT.c.status == literal("applied"),
+    _RECEIPT.c.snapshot["updated_at"].as_string() == bindparam("seen_updated_at")).limit(1)
+
+
+def _why_changed(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID, seen: dict,
+                 execute) -> str:
+    """The outcome of a command whose conversation is no longer as snapshotted (nothing written):
+    `command_conflict` when another automated command (another plan, round or message event),
+    planned from the very same state of the conversation, was applied first; else
+    `state_changed` (a person, the desk or a command planned from another state changed it)."""
+    raced = execute(_RACED_BY_ANOTHER_COMMAND, {
+        "b_tenant_id": tenant_id, "b_conversation_id": conversation_id, "b_command_key": command_key,
+        "seen_updated_at": seen["updated_at"]}).first()
+    return "state_changed" if raced is None else "command_conflict"
+
+
 def _read_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID,
                   execute=None) -> Row:
     """The committed receipt's columns (past the identity map); 404 not_found when there is none."""
@@ -179,7 +198,8 @@ def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.
         return command.status
     assigned = _assign_if_unchanged(tenant_id, conversation_id, command.target_member_id, command.snapshot,
                                     execute)
-    outcome = "applied" if assigned else "state_changed"
+    outcome = "applied" if assigned else _why_changed(tenant_id, command_key, conversation_id, command.snapshot,
+                                                      execute)
     if not _set_receipt(tenant_id, command_key, conversation_id, OPEN_RECEIPT_STATES, outcome, execute=execute):
         session.rollback()  # another worker finished it first: its outcome stands, not ours
         return _read_command(tenant_id, command_key, conversation_id).status
@@ -203,14 +223,29 @@ def reject_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid
     return _read_command(tenant_id, command_key, conversation_id).status
 
 
-def cancel_commands(tenant_id: uuid.UUID, command_key: str, reason: str | None = None) -> int:
-    """Every pending receipt of the key → cancelled (commands already sending may complete);
+def cancel_commands(tenant_id: uuid.UUID, command_keys: list[str], reason: str | None = None) -> int:
+    """Every pending receipt of the keys → cancelled (commands already sending may complete);
     how many. The caller commits."""
+    if not command_keys:
+        return 0
     return db.session.execute(update(AssignmentReceipt).where(
-        AssignmentReceipt.tenant_id == tenant_id, AssignmentReceipt.command_key == command_key,
+        AssignmentReceipt.tenant_id == tenant_id, AssignmentReceipt.command_key.in_(command_keys),
         AssignmentReceipt.status == "pending")
         .values(status="cancelled", reason=reason, updated_at=utcnow())
         .execution_options(synchronize_session=False)).rowcount
+
+
+def open_commands(key_prefix: str, older_than: datetime, limit: int = 500) -> list[Row]:
+    """(tenant_id, command_key, conversation_id, status) of receipts under keys starting with
+    `key_prefix` still `pending` or `sending` and unchanged since `older_than`, oldest first:
+    commands whose worker may be gone, across tenants (for the platform's sweep of their owner,
+    which handles each inside its own tenant)."""
+    return db.session.execute(select(
+        AssignmentReceipt.tenant_id, AssignmentReceipt.command_key, AssignmentReceipt.conversation_id,
+        AssignmentReceipt.status).where(
+        AssignmentReceipt.status.in_(("pending", "sending")), AssignmentReceipt.updated_at < older_than,
+        AssignmentReceipt.command_key.startswith(key_prefix, autoescape=True))
+        .order_by(AssignmentReceipt.updated_at).limit(limit)).all()
 
 
 def resolve_uncertain(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID) -> str:

@@ -276,7 +276,9 @@ class AssignmentReceipt(UUIDPrimaryKey, Base):
     adapter in the same transaction as the reassignment it records."""
 
     __tablename__ = "assignment_receipt"
-    __table_args__ = (UniqueConstraint("command_key", "conversation_id"), one_of("status", RECEIPT_STATES))
+    __table_args__ = (UniqueConstraint("command_key", "conversation_id"), one_of("status", RECEIPT_STATES),
+                      Index("ix_assignment_receipt_conversation_id_status", "conversation_id", "status"),
+                      Index("ix_assignment_receipt_status_updated_at", "status", "updated_at"))  # the sweep
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
     command_key: Mapped[str] = mapped_column(String(80))  # e.g. "run:<run id>"

@@ -31,6 +31,7 @@ TICK_HANDLERS = (
     "openapi.webhooks.sweep",
     "studio.generation.sweep",
     "rules.plans.sweep",
+    "rules.execution.sweep",
     "rules.scheduler.tick",
 )
 

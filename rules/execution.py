@@ -1,12 +1,13 @@
-"""Single-run execution of a plan: the administrator's approval, one command per planned
-conversation, each rechecked and applied through the desk's atomic adapter.
+"""Execution of plans: the administrator's approval of a single run, one command per planned
+conversation, each rechecked and applied through the desk's atomic adapter; the one recheck of
+every run kind; and the sweep of commands whose worker is gone.
 
 The approval writes the commands' receipts (`pending`) under the command key `run:<run id>` and
-answers at once; a job per command marks it `sending`, rechecks publisher, approver, tenant,
-target member and rule (a scheduled run has no approver: its `scheduled` grant, still the rule's
-current one, and the scheduled-execution switch are rechecked instead), and hands it to `desk.conversations.apply_command`, which compares the
-plan's snapshot, reassigns and records the receipt in one transaction. `rules` never writes a
-desk table itself.
+answers at once; a job per command marks it `sending`, rechecks (`recheck`: rule, tenant,
+publisher, then the approver of a manual run or the continuing grant of a scheduled or
+message-event run, and the target member) and hands it to `desk.conversations.apply_command`,
+which compares the plan's snapshot, reassigns and records the receipt in one transaction. `rules`
+never writes a desk table itself.
 """
 import uuid
 from datetime import timedelta
@@ -26,13 +27,18 @@ from rules.models import AutomationGrant, AutomationRule, AutomationRun, Automat
 
 EXECUTE_PERMISSION = "conversation.assign_plan"
 EXECUTABLE_FOR = timedelta(minutes=5)  # a complete plan may be executed this long after it finished
+COMMAND_TIMEOUT = 60  # seconds a command's job may run (a recheck and the adapter: no outside call)
+STALE_AFTER = timedelta(seconds=2 * COMMAND_TIMEOUT)  # an open command older than this lost its worker
 # What no command moves on from by itself ("uncertain" waits for a person: it is never resent).
 FINAL = ("applied", "state_changed", "rejected", "command_conflict", "uncertain", "cancelled")
 
 
+KEY_PREFIX = "run:"
+
+
 def command_key(run_id: uuid.UUID) -> str:
     """The adapter's command key of a run's commands."""
-    return f"run:{run_id}"
+    return f"{KEY_PREFIX}{run_id}"
 
 
 def _run(tenant_id: uuid.UUID, run_id: uuid.UUID) -> AutomationRun:
@@ -99,30 +105,43 @@ def queue_jobs(tenant_id: uuid.UUID, run_id: uuid.UUID) -> None:
     """One job per pending command of the run (after the commit); job ids collapse repeats."""
     for receipt in conversations.receipts(tenant_id, command_key(run_id)):
         if receipt.status == "pending":
-            enqueue("jobs.tasks.execute_command", str(run_id), str(receipt.conversation_id),
-                    job_id=f"command-{run_id}-{receipt.conversation_id}")
+            _queue_job(run_id, receipt.conversation_id)
+
+
+def _queue_job(run_id: uuid.UUID, conversation_id: uuid.UUID) -> None:
+    """The job of one command; its id collapses a twin still waiting."""
+    enqueue("jobs.tasks.execute_command", str(run_id), str(conversation_id),
+            job_id=f"command-{run_id}-{conversation_id}", job_timeout=COMMAND_TIMEOUT)
 
 
 def _admin_holds(tenant_id: uuid.UUID, user_id: uuid.UUID | None) -> bool:
-    """Whether the user is still an active administrator of the active tenant."""
-    return user_id is not None and db.session.scalar(
-        select(Member.id).join(Tenant, Tenant.id == Member.tenant_id)
-        .where(Member.tenant_id == tenant_id, Member.user_id == user_id, Member.role == "admin",
-               Member.active.is_(True), Tenant.active.is_(True))) is not None
+    """Whether the user is still an active administrator of the tenant."""
+    return user_id is not None and db.session.scalar(select(Member.id).where(
+        Member.tenant_id == tenant_id, Member.user_id == user_id, Member.role == "admin",
+        Member.active.is_(True))) is not None
 
 
-def _recheck(run: AutomationRun, target_member_id: uuid.UUID) -> str | None:
-    """Why the command may no longer run (None when it may): the rule paused or republished, the
-    publisher or approver no longer an administrator, the tenant inactive, the target no longer
-    an active, synchronized agent."""
+# A run kind without an approver and the grant mode (and switch) that authorizes its commands.
+CONTINUOUS = {"scheduled": "scheduled", "message_event": "message_event"}
+
+
+def recheck(run: AutomationRun, target_member_id: uuid.UUID) -> str | None:
+    """Why a command of the run may not be written now (None when it may), checked right before
+    each write whatever the run's kind: the rule paused or republished (`rule_not_published`,
+    `grant_replaced`), the tenant inactive, the publisher no longer an active administrator, the
+    approver likewise (`approver_invalid`; a scheduled or message-event run has none: its
+    continuing grant, still the rule's current one, and the scheduled-execution switch stand for
+    it), the target no longer an active, synchronized agent of the tenant."""
     rule = db.session.get(AutomationRule, run.rule_id)
     if rule.state != "published" or rule.grant_id != run.grant_id:
         return "rule_not_published" if rule.state != "published" else "grant_replaced"
+    if not db.session.scalar(select(Tenant.active).where(Tenant.id == run.tenant_id)):
+        return "tenant_inactive"
     grant = db.session.get(AutomationGrant, run.grant_id)
     if not _admin_holds(run.tenant_id, grant.granted_by):
         return "publisher_invalid"
-    if run.kind == "scheduled":  # no approver: the continuing authorization is the scheduled grant
-        if grant.execution_mode != "scheduled":
+    if run.kind in CONTINUOUS:
+        if grant.execution_mode != CONTINUOUS[run.kind]:
             return "grant_replaced"
         if not current_app.config["AUTOMATION_SCHEDULE_EXECUTION_ENABLED"]:
             return "schedule_execution_disabled"
@@ -145,7 +164,7 @@ def execute_command(run_id: uuid.UUID, conversation_id: uuid.UUID) -> str:
         return conversations.resolve_uncertain(run.tenant_id, key, conversation_id)
     db.session.commit()
     receipt = next(r for r in conversations.receipts(run.tenant_id, key) if r.conversation_id == conversation_id)
-    refusal = _recheck(run, receipt.target_member_id)
+    refusal = recheck(run, receipt.target_member_id)
     if refusal is not None:
         status = conversations.reject_command(run.tenant_id, key, conversation_id, refusal)
         db.session.commit()
@@ -161,3 +180,33 @@ def execution_status(tenant_id: uuid.UUID, run_id: uuid.UUID) -> dict:
             "receipts": [{"conversation_id": str(r.conversation_id), "target_member_id": str(r.target_member_id),
                           "status": r.status, "reason": r.reason, "updated_at": iso(r.updated_at)}
                          for r in receipts]}
+
+
+def cancel_pending(tenant_id: uuid.UUID, rule_id: uuid.UUID, reason: str) -> int:
+    """Cancel the commands not yet begun of the rule's runs (a pause); how many. Commands already
+    `sending` may complete. Only runs approved within STALE_AFTER can still have a pending command
+    whose job has not started: any older one is the sweep's, whose job then rechecks the rule and
+    rejects it. The caller commits."""
+    run_ids = db.session.scalars(select(AutomationRun.id).where(
+        AutomationRun.tenant_id == tenant_id, AutomationRun.rule_id == rule_id,
+        AutomationRun.execution_requested_at >= utcnow() - STALE_AFTER))
+    return conversations.cancel_commands(tenant_id, [command_key(run_id) for run_id in run_ids], reason)
+
+
+def sweep() -> int:
+    """Tick handler: commands whose worker is gone. A receipt still `sending` STALE_AFTER after it
+    was marked (longer than its job may run) is reconciled by the committed receipt alone
+    (`uncertain`, never resent: the adapter moves the receipt in the reassignment's transaction,
+    so a write that committed would have moved it); a receipt still `pending` that long lost its
+    job (Redis restarted, a worker died before taking it) and is queued again, rechecked as any.
+    Returns how many commands it handled."""
+    stale = conversations.open_commands(KEY_PREFIX, utcnow() - STALE_AFTER)
+    db.session.rollback()  # only read
+    for tenant_id, key, conversation_id, status in stale:
+        run_id = uuid.UUID(key.removeprefix(KEY_PREFIX))
+        if status == "sending":
+            conversations.resolve_uncertain(tenant_id, key, conversation_id)
+            db.session.commit()
+        else:
+            _queue_job(run_id, conversation_id)
+    return len(stale)

@@ -19,8 +19,9 @@ Decisions (docs/decisions.md, "Message-triggered assignment"):
   ends it `complete` with state `skipped` and the code, no receipt written.
 - The snapshot is taken when the conversation is first read, before any model call: a
   conversation changed meanwhile is `state_changed` at the adapter, never overwritten.
-- A redelivered event finds its run (dedup) and only applies a receipt still `pending` (the job
-  died between the commit and the adapter); nothing is decided or metered twice.
+- A redelivered event finds its run (dedup) and only continues a command still `pending` or
+  `sending` (the job died) through `rules.execution.execute_command`, as the stale-command sweep
+  does; nothing is decided or metered twice.
 """
 import logging
 import uuid
@@ -33,10 +34,10 @@ from core.api import ApiError
 from core.clock import utcnow
 from core.db import db, end_reads, insert_unless_present
 from desk import conversations
-from desk.models import Channel, Conversation, Member, Message, Tenant
+from desk.models import Channel, Conversation, Message
 from desk.points import record_use
 from rules.catalog import LIMITS
-from rules.execution import command_key
+from rules import execution
 from rules.models import AutomationGrant, AutomationRule, AutomationRun, AutomationRunItem
 from rules.plans import NOT_CLASSIFIED, _definition, _normalised
 from rules.preview import Decision, Usage, _decide
@@ -151,7 +152,8 @@ def _run_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, rev
         return None
     rule = _normalised(definition)
     decision = _decision(tenant_id, run_id, rule, seen)
-    refusal = _recheck(tenant_id, rule_id, grant_id, decision.assignee_ref) if decision.planned else None
+    refusal = execution.recheck(db.session.get(AutomationRun, run_id), uuid.UUID(decision.assignee_ref)) \
+        if decision.planned else None
     db.session.add(AutomationRunItem(
         tenant_id=tenant_id, run_id=run_id, conversation_id=seen["conversation_id"], planned=decision.planned,
         target_member_id=uuid.UUID(decision.assignee_ref) if decision.assignee_ref else None,
@@ -164,7 +166,7 @@ def _run_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, rev
         _end(run_id, "complete", planned=1, state="skipped", code=refusal)
         log.info("message_received %s rule %s skipped: %s", seen["message_id"], rule_id, refusal)
         return None
-    key = command_key(run_id)
+    key = execution.command_key(run_id)
     conversations.queue_commands(tenant_id, key, [
         (seen["conversation_id"], uuid.UUID(decision.assignee_ref), seen["snapshot"])])
     _end(run_id, "complete", planned=1, state="queued", executed=True)
@@ -197,31 +199,6 @@ def _decision(tenant_id: uuid.UUID, run_id: uuid.UUID, rule: dict, seen: dict) -
     return decision
 
 
-def _recheck(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, target: str) -> str | None:
-    """Why the command may not run now (None when it may): the rule no longer holds this
-    `message_event` grant, its publisher is no longer an active administrator, the tenant is
-    inactive, or the target is not an active, synchronized agent of the tenant. A message-event
-    run has no approver: the publication's continuing authorization stands for it."""
-    grant = db.session.execute(select(AutomationGrant.id, AutomationGrant.execution_mode,
-                                      AutomationGrant.granted_by).join(
-        AutomationRule, AutomationRule.grant_id == AutomationGrant.id).where(
-        AutomationRule.id == rule_id, AutomationRule.tenant_id == tenant_id,
-        AutomationRule.state == "published", AutomationGrant.revoked_at.is_(None))).first()
-    if grant is None or grant.id != grant_id or grant.execution_mode != MODE:
-        return "grant_replaced"
-    if not db.session.scalar(select(Tenant.active).where(Tenant.id == tenant_id)):
-        return "tenant_inactive"
-    publisher = db.session.scalar(select(Member.id).where(
-        Member.tenant_id == tenant_id, Member.user_id == grant.granted_by, Member.role == "admin",
-        Member.active.is_(True)))
-    if publisher is None:
-        return "publisher_invalid"
-    agent = db.session.scalar(select(Member.id).where(
-        Member.id == uuid.UUID(target), Member.tenant_id == tenant_id, Member.role == "agent",
-        Member.active.is_(True), Member.synchronized.is_(True)))
-    return None if agent is not None else "rule_member_unavailable"
-
-
 def _end(run_id: uuid.UUID, status: str, planned: int = 0, state: str | None = None,
          code: str | None = None, executed: bool = False) -> None:
     """Finish the running run (with its item, added before) and commit."""
@@ -233,21 +210,13 @@ def _end(run_id: uuid.UUID, status: str, planned: int = 0, state: str | None = N
 
 
 def _resume(tenant_id: uuid.UUID, rule_id: uuid.UUID, seen: dict) -> str | None:
-    """A redelivered event: the run exists. Only a receipt still `pending` (never sent: the job
-    stopped between its commit and the adapter) is applied, after the same recheck."""
-    run = db.session.execute(select(AutomationRun.id, AutomationRun.grant_id).where(
+    """A redelivered event: the run exists. Only a command left open (the job stopped between its
+    commit and the adapter's) goes on, as any approved command does (`execution.execute_command`:
+    recheck, then the adapter; a `sending` one is only looked up, never resent)."""
+    run_id = db.session.scalar(select(AutomationRun.id).where(
         AutomationRun.tenant_id == tenant_id, AutomationRun.rule_id == rule_id,
-        AutomationRun.message_id == seen["message_id"])).first()
-    key = command_key(run.id)
-    pending = [r for r in conversations.receipts(tenant_id, key)
-               if r.conversation_id == seen["conversation_id"] and r.status == "pending"]
-    if not pending:
-        db.session.rollback()
-        return None
-    refusal = _recheck(tenant_id, rule_id, run.grant_id, str(pending[0].target_member_id))
-    if refusal:
-        conversations.reject_command(tenant_id, key, seen["conversation_id"], refusal)
-        db.session.commit()
-        return None
+        AutomationRun.message_id == seen["message_id"]))
+    open_command = any(r.conversation_id == seen["conversation_id"] and r.status in ("pending", "sending")
+                       for r in conversations.receipts(tenant_id, execution.command_key(run_id)))
     db.session.rollback()  # only read
-    return conversations.apply_command(tenant_id, key, seen["conversation_id"])
+    return execution.execute_command(run_id, seen["conversation_id"]) if open_command else None

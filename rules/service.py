@@ -18,7 +18,7 @@ from core.db import db
 from core.guards import only_properties
 from core.once import take_tenant_slot
 from desk.models import Member
-from rules import plans
+from rules import execution, plans
 from rules.catalog import LIMITS
 from rules.definition import assignee_refs, rule_hash, validate_rule
 from rules.models import (EXECUTION_MODES, AutomationGrant, AutomationRule, AutomationRuleRevision,
@@ -322,8 +322,8 @@ def publish(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body:
 
 
 def pause(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body: dict) -> dict:
-    """Pause a published rule: its grant is revoked, so commands carrying it are blocked, and its
-    queued plans are cancelled (409 rule_not_published for a draft or an already paused rule)."""
+    """Pause a published rule: its grant is revoked, so commands carrying it are blocked, its
+    commands not yet begun cancelled and its queued plans cancelled (409 rule_not_published for a draft or an already paused rule)."""
     only_properties(body, ())
     found = _get_rule(tenant_id, rule_id)
     paused = db.session.execute(update(AutomationRule).where(
@@ -334,10 +334,11 @@ def pause(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body: d
         raise ApiError("rule_not_published", 409)
     revoked = _revoke_grants(found)
     plans.cancel_queued(tenant_id, found.id)  # queued plans are cancelled; a running one may finish
+    cancelled = execution.cancel_pending(tenant_id, found.id, "rule_paused")  # sending ones may complete
     db.session.refresh(found)
     audit.record(tenant_id, actor_id, "automation.rule_paused", f"automation_rule:{found.id}",
                  {"rule_id": str(found.id), "active_revision": found.active_revision,
-                  "revoked_grant_ids": revoked})
+                  "revoked_grant_ids": revoked, "commands_cancelled": cancelled})
     return rule_json(found)
 
 

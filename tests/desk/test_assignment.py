@@ -153,6 +153,43 @@ def test_each_snapshot_field_is_compared_even_when_the_update_time_was_set_back_
     assert stored(conversation_id) == before
 
 
+def test_a_command_beaten_by_another_planned_from_the_same_state_is_a_command_conflict(
+        tenant, agent, other_agent, conversation_id):
+    plan(tenant, agent, [conversation_id], key="run:first")
+    plan(tenant, other_agent, [conversation_id], key="run:second")  # the same snapshot, another plan
+    assert apply_command(tenant.id, "run:first", conversation_id) == "applied"
+    before = stored(conversation_id)
+    assert apply_command(tenant.id, "run:second", conversation_id) == "command_conflict"
+    assert stored(conversation_id) == before  # the first command's assignment stands
+    assert receipt(conversation_id, "run:second").status == "command_conflict"
+
+
+def test_a_change_by_a_person_after_another_commands_older_assignment_is_state_changed(
+        tenant, agent, other_agent, conversation_id):
+    plan(tenant, agent, [conversation_id], key="run:first")
+    assert apply_command(tenant.id, "run:first", conversation_id) == "applied"
+    plan(tenant, agent, [conversation_id], key="run:second")  # snapshotted after the first applied
+    change(conversation_id, assignee_member_id=other_agent.id)
+    assert apply_command(tenant.id, "run:second", conversation_id) == "state_changed"
+
+
+def test_open_commands_are_the_pending_and_sending_ones_of_the_prefix_unchanged_since_the_cutoff(
+        tenant, agent):
+    ids = open_conversations(tenant, 4)
+    plan(tenant, agent, ids)
+    plan(tenant, agent, ids[:1], key="other:key")
+    assert mark_sending(tenant.id, KEY, ids[1])
+    db.session.commit()
+    assert apply_command(tenant.id, KEY, ids[2]) == "applied"
+    cutoff = utcnow() - timedelta(minutes=1)  # the receipts of ids[3] stay newer
+    db.session.execute(update(AssignmentReceipt).where(AssignmentReceipt.conversation_id != ids[3])
+                       .values(updated_at=cutoff - ONE_MICROSECOND))
+    db.session.commit()
+    found = adapter.open_commands("run:", cutoff)
+    assert {tuple(row) for row in found} == {(tenant.id, KEY, ids[0], "pending"), (tenant.id, KEY, ids[1], "sending")}
+    assert adapter.open_commands("run:_", cutoff) == []  # the prefix is literal, not a pattern
+
+
 def test_queueing_the_same_commands_twice_creates_one_receipt_each(tenant, agent, other_agent):
     ids = open_conversations(tenant, 3)
     assert plan(tenant, agent, ids) == 3
@@ -197,7 +234,7 @@ def test_another_tenant_can_neither_apply_nor_see_nor_change_the_commands(
         reject_command(other_tenant.id, KEY, conversation_id, "member_invalid")
     with pytest.raises(ApiError):
         resolve_uncertain(other_tenant.id, KEY, conversation_id)
-    assert cancel_commands(other_tenant.id, KEY) == 0
+    assert cancel_commands(other_tenant.id, [KEY]) == 0
     assert receipts(other_tenant.id, KEY) == []
     db.session.commit()
     assert stored(conversation_id) == before
@@ -234,7 +271,7 @@ def test_cancelling_a_key_cancels_only_its_pending_commands(tenant, agent):
     assert mark_sending(tenant.id, KEY, ids[0])
     db.session.commit()
     assert apply_command(tenant.id, KEY, ids[1]) == "applied"
-    assert cancel_commands(tenant.id, KEY) == 2
+    assert cancel_commands(tenant.id, [KEY]) == 2
     db.session.commit()
     assert [receipt(cid).status for cid in ids] == ["sending", "applied", "cancelled", "cancelled"]
     before = stored(ids[2])

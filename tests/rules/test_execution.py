@@ -7,12 +7,15 @@ import pytest
 from rq import Queue
 from sqlalchemy import select, update
 
+from core.audit import AuditEntry
 from core.clock import utcnow
 from core.db import db
 from core.queue import DEFAULT
-from desk.conversations import snapshot
+from desk.conversations import mark_sending, snapshot
 from desk.models import AssignmentReceipt, Channel, Conversation, Customer, Member
+from jobs import cron
 from jobs.worker import AppWorker
+from rules import execution
 from rules.models import AutomationRule, AutomationRun, AutomationRunItem
 from tests.conftest import seat
 from tests.rules.test_service import READ_ONLY, weekly_rule
@@ -154,15 +157,67 @@ def test_each_switch_off_stops_execution(app, rules, tenant, published, target, 
     assert (response.status_code, response.get_json()["error"]["code"]) == (503, code)
 
 
-def test_a_rule_paused_after_approval_rejects_its_commands(app, rules, tenant, published, target, redis_conn):
+def test_pausing_the_rule_after_approval_cancels_its_commands_not_yet_begun(app, rules, tenant, published, target,
+                                                                            redis_conn):
     run = _plan(tenant, published, target, _conversations(tenant, 2))
     rules.post(f"/{run.id}/execute-plan", CONFIRM)
     assert rules.pause(published).status_code == 200
+    assert {(r["status"], r["reason"]) for r in _status(rules, run)["receipts"]} == {("cancelled", "rule_paused")}
     _work(app, redis_conn)
-    receipts = _status(rules, run)["receipts"]
-    assert {(r["status"], r["reason"]) for r in receipts} == {("rejected", "rule_not_published")}
+    assert {(r["status"], r["reason"]) for r in _status(rules, run)["receipts"]} == {("cancelled", "rule_paused")}
+    paused = db.session.scalar(select(AuditEntry).where(AuditEntry.action == "automation.rule_paused"))
+    assert paused.summary["commands_cancelled"] == 2
     db.session.expire_all()
     assert {c.assignee_member_id for c in db.session.scalars(select(Conversation))} == {None}
+
+
+def test_a_command_begun_before_the_pause_is_rejected_by_its_recheck(app, rules, tenant, published, target,
+                                                                     redis_conn, monkeypatch):
+    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    recheck = execution.recheck
+
+    def paused_meanwhile(*args):  # the job marked its command sending, then the rule was paused
+        assert rules.pause(published).status_code == 200
+        return recheck(*args)
+
+    monkeypatch.setattr(execution, "recheck", paused_meanwhile)
+    _work(app, redis_conn)
+    assert [(r["status"], r["reason"]) for r in _status(rules, run)["receipts"]] == [
+        ("rejected", "rule_not_published")]
+    db.session.expire_all()
+    assert {c.assignee_member_id for c in db.session.scalars(select(Conversation))} == {None}
+
+
+def _age(run, conversation: Conversation, seconds: float) -> None:
+    """Make the command's receipt look unchanged for `seconds`."""
+    db.session.execute(update(AssignmentReceipt).where(
+        AssignmentReceipt.command_key == execution.command_key(run.id),
+        AssignmentReceipt.conversation_id == conversation.id).values(updated_at=utcnow() - timedelta(seconds=seconds)))
+    db.session.commit()
+
+
+def test_the_sweep_reconciles_a_command_left_sending_and_queues_a_lost_one_again(app, rules, tenant, published,
+                                                                                target, redis_conn):
+    left_sending, lost, fresh = conversations = _conversations(tenant, 3)
+    run = _plan(tenant, published, target, conversations)
+    rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    Queue(DEFAULT, connection=redis_conn).empty()  # the jobs are lost (Redis restarted)
+    assert mark_sending(tenant.id, execution.command_key(run.id), left_sending.id)  # its worker died
+    db.session.commit()
+    stale = execution.STALE_AFTER.total_seconds() + 1
+    _age(run, left_sending, stale)
+    _age(run, lost, stale)
+    _age(run, fresh, stale - 5)
+    assert "rules.execution.sweep" in cron.wiring.tick_handlers()
+    cron.tick()
+    assert Queue(DEFAULT, connection=redis_conn).job_ids == [f"command-{run.id}-{lost.id}"]
+    _work(app, redis_conn)
+    outcome = {r["conversation_id"]: (r["status"], r["reason"]) for r in _status(rules, run)["receipts"]}
+    assert outcome == {str(left_sending.id): ("uncertain", "interrupted"), str(lost.id): ("applied", None),
+                       str(fresh.id): ("pending", None)}
+    db.session.expire_all()
+    assert db.session.get(Conversation, left_sending.id).assignee_member_id is None  # never resent
 
 
 def test_a_target_deactivated_after_approval_rejects_its_command(app, rules, tenant, published, target, redis_conn):

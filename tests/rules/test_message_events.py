@@ -10,11 +10,12 @@ from sqlalchemy import func, select, update
 
 from core.clock import utcnow
 from core.db import db
-from core.queue import EVENTS
+from core.queue import DEFAULT, EVENTS
 from desk.channels import create_channel
 from desk.models import AiPointsEntry, AssignmentReceipt, Conversation, Member, Message
+from jobs import cron
 from jobs.worker import AppWorker
-from rules import message_events
+from rules import execution, message_events
 from rules.execution import command_key
 from rules.models import AutomationGrant, AutomationRun, AutomationRunItem
 from tests.conftest import seat
@@ -290,6 +291,29 @@ def test_a_redelivered_event_applies_a_receipt_left_pending(app, client, rules, 
     assert [r.status for r in receipts()] == ["applied"] and len(runs()) == 1
 
 
+def test_a_command_a_dead_worker_left_pending_is_applied_by_the_sweep(app, client, rules, tenant, agent, channel,
+                                                                       monkeypatch, redis_conn):
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+
+    def died(*args):
+        raise RuntimeError("worker stopped")
+
+    monkeypatch.setattr(message_events.conversations, "apply_command", died)
+    with pytest.raises(RuntimeError):
+        run_directly(tenant, data)
+    db.session.rollback()
+    monkeypatch.undo()
+    for name in SWITCHES:
+        monkeypatch.setitem(app.config, name, True)
+    db.session.execute(update(AssignmentReceipt).values(updated_at=utcnow() - execution.STALE_AFTER))
+    db.session.commit()
+    cron.tick()  # the sweep queues the command again; it is rechecked under the message_event grant
+    AppWorker([Queue(DEFAULT, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True)
+    assert [r.status for r in receipts()] == ["applied"]
+    assert conversation(data).assignee_member_id == agent.id
+
+
 def _busy_runs(tenant, rule_id: str, how_many: int) -> None:
     grant_id = db.session.scalar(select(AutomationGrant.id).where(AutomationGrant.rule_id == uuid.UUID(rule_id)))
     db.session.add_all(AutomationRun(tenant_id=tenant.id, rule_id=uuid.UUID(rule_id), revision=1, grant_id=grant_id,
@@ -326,7 +350,7 @@ def test_overwrite_assigned_decides_whether_an_assignee_is_replaced(app, client,
     assert [item.reason for item in items()] == ["keyword_matched" if overwrite else "already_assigned"]
 
 
-@pytest.mark.parametrize("change, code", [("republish", "grant_replaced"), ("pause", "grant_replaced"),
+@pytest.mark.parametrize("change, code", [("republish", "grant_replaced"), ("pause", "rule_not_published"),
                                           ("agent_left", "rule_member_unavailable")])
 def test_a_recheck_failing_after_the_decision_skips_the_command(app, client, rules, tenant, agent, channel,
                                                                 monkeypatch, change, code):

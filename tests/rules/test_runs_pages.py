@@ -6,12 +6,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from rq import Queue
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from core.clock import utcnow
 from core.db import db
 from core.queue import DEFAULT
-from desk.models import AssignmentReceipt
+from desk.models import AssignmentReceipt, Member
 from rules.models import AutomationRun
 from tests.conftest import csrf_from, login, seat
 from tests.rules.test_execution import _conversations, _plan, _work
@@ -197,15 +197,21 @@ def test_an_approved_plan_shows_receipts_polling_until_they_are_final(app, admin
     assert POLL_RECEIPTS not in page and _run_block(page, run.id).count("receipt-applied") == 2
 
 
-def test_a_command_refused_on_recheck_shows_its_reason(app, admin_client, tenant, published, agents, executing,
-                                                       redis_conn):
+@pytest.mark.parametrize("meanwhile, shown", [("pause", ("receipt-cancelled", "rule_paused")),
+                                               ("agent_left", ("receipt-rejected", "rule_member_unavailable"))])
+def test_a_command_cancelled_or_refused_on_recheck_shows_its_reason(app, admin_client, tenant, published, agents,
+                                                                     executing, redis_conn, meanwhile, shown):
     run = _plan(tenant, published, agents[0], _conversations(tenant, 1))
     _form(admin_client, f"{BASE}/{published}/runs/{run.id}/execute",
           {"permission": "conversation.assign_plan", "confirm": "on"}, headers=HTMX)
-    _form(admin_client, f"{BASE}/{published}/pause", {})
+    if meanwhile == "pause":
+        _form(admin_client, f"{BASE}/{published}/pause", {})
+    else:
+        db.session.execute(update(Member).where(Member.id == agents[0].id).values(active=False))
+        db.session.commit()
     _work(app, redis_conn)
     final = _text(admin_client.get(f"{BASE}/{published}/runs/{run.id}/execution", headers=HTMX))
-    assert "receipt-rejected" in final and "rule_not_published" in final and "hx-trigger" not in final
+    assert all(fact in final for fact in shown) and "hx-trigger" not in final
 
 
 # --- access -------------------------------------------------------------------------------------

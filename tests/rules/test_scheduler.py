@@ -299,16 +299,22 @@ def test_a_plan_started_late_is_skipped_as_missed(app, scheduled, slot, clock, t
     assert [(r.schedule_execution_state, r.schedule_execution_code) for r in runs()] == [("skipped", "missed")]
 
 
+@pytest.mark.parametrize("meanwhile, outcome", [("republish", ("rejected", "grant_replaced")),
+                                                 ("pause", ("cancelled", "rule_paused"))])
 def test_a_scheduled_command_rechecks_the_grant_at_write_time(app, rules, scheduled, slot, clock, tenant,
-                                                              channel, redis_conn):
+                                                              channel, redis_conn, meanwhile, outcome):
     conversation = talk(tenant, channel)
     run = plan_round(app, slot, clock, redis_conn)
     assert run.schedule_execution_state == "queued"
-    assert rules.pause(scheduled).status_code == 200
+    if meanwhile == "republish":  # a new scheduled grant: the run's old one no longer authorizes
+        response = rules.publish(scheduled, SCHEDULED, expected=1, execution_mode="scheduled")
+    else:
+        response = rules.pause(scheduled)
+    assert response.status_code == 200, response.get_json()
     work(app, redis_conn)
     db.session.expire_all()
     [receipt] = db.session.scalars(select(AssignmentReceipt))
-    assert (receipt.status, receipt.reason) == ("rejected", "rule_not_published")
+    assert (receipt.status, receipt.reason) == outcome
     assert db.session.get(Conversation, conversation.id).assignee_member_id is None
 
 

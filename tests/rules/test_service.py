@@ -522,7 +522,8 @@ def test_pausing_is_audited(rules, weekly):
     rules.pause(weekly)
     entry = db.session.scalar(select(AuditEntry).where(AuditEntry.action == "automation.rule_paused"))
     assert entry.target == f"automation_rule:{weekly}"
-    assert entry.summary == {"rule_id": weekly, "active_revision": 1, "revoked_grant_ids": [grant_id]}
+    assert entry.summary == {"rule_id": weekly, "active_revision": 1, "revoked_grant_ids": [grant_id],
+                             "commands_cancelled": 0}
 
 
 def test_only_a_published_rule_can_be_paused(rules, weekly):
