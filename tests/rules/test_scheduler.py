@@ -1,6 +1,8 @@
 """The scheduler of weekly rules: due slots make one scheduled run each, missed runs, the plan
 slots (4 platform-wide, 1 per tenant), and the execution of complete, fresh plans."""
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -136,6 +138,44 @@ def test_a_plan_job_claimed_after_the_run_was_missed_does_nothing(app, scheduled
     assert (run.status, run.started_at, run.schedule_execution_code) == ("missed", None, "missed")
     scheduler.tick()
     assert scheduler.platform_semaphore().holders() == 0  # its slots were given back
+
+
+def racing_ticks(app, ticks: int = 2) -> list[int]:
+    """`ticks` scheduler rounds started at the same moment, each in its own app context (its own
+    database session), as cron processes on two machines would run them."""
+    start = threading.Barrier(ticks)
+
+    def one_tick():
+        with app.app_context():
+            start.wait(20)
+            return scheduler.tick()
+
+    with ThreadPoolExecutor(ticks) as pool:
+        return list(pool.map(lambda _: one_tick(), range(ticks)))
+
+
+def test_ticks_racing_create_start_and_decide_each_run_once(app, scheduled, slot, clock, tenant, channel, agent,
+                                                            redis_conn):
+    conversation = talk(tenant, channel)
+    clock(slot + timedelta(seconds=10))
+    racing_ticks(app, 3)
+    [run] = runs()
+    assert run.status == "queued" and queued_jobs(redis_conn) == 1  # created once, started once
+    assert scheduler.tenant_semaphore(tenant.id).holders() == 1
+    assert scheduler.platform_semaphore().holders() == 1
+    work(app, redis_conn)
+    clock(slot + timedelta(seconds=25))
+    racing_ticks(app, 3)
+    [run] = runs()
+    assert (run.status, run.schedule_execution_state) == ("complete", "queued")
+    assert queued_jobs(redis_conn) == 1  # one command job
+    rounds = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "automation.schedule_round")).all()
+    assert len(rounds) == 1
+    work(app, redis_conn)
+    db.session.expire_all()
+    assert [r.status for r in db.session.scalars(select(AssignmentReceipt))] == ["applied"]
+    assert db.session.get(Conversation, conversation.id).assignee_member_id == agent.id
+    assert scheduler.tenant_semaphore(tenant.id).holders() == 0
 
 
 # --- limits -------------------------------------------------------------------------------------
