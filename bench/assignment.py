@@ -13,22 +13,56 @@ the rounds alternate the order so the machine's drift affects both alike. Printe
 targeted: the worker's whole path per command (mark `sending`, commit, then the adapter), and
 the adapter's store round trips alone (a trivial read and two plain UPDATEs per commit), the
 least any adapter that reads its receipt and writes two rows in one transaction costs here.
+
+Then the latency issue 14 asks for: from a signed inbound message to its assignment, with real
+workers running. A new tenant gets an admin, an agent, a channel and a keyword rule published for
+message events (`rules.service`, as an administrator publishes it); the three switches are on in
+the bench app and in the environment of 2 `flask jobs worker` processes started on the same
+database and Redis (an embedded Redis through its unix socket), registered before timing and
+stopped at the end. 200 messages (10 untimed first), one at a time, each from a new customer and
+so a new open conversation, each naming the keyword: t0 before the POST, the request's own time,
+then a fresh read of the conversation every 1 ms until its assignee is the rule's agent.
+Target (issue 14): median latency <= 5 x the median inbound request time. Printed beside it, not
+targeted: a breakdown from the RQ jobs' timestamps (the path is 2 job hops on `events`:
+dispatch_event, then notify_subscriber running the rule) and the run's and receipt's own
+timestamps, and the subscriber run in this process alone (its statements, commits, driver time).
 """
+import itertools
+import json
 import logging
 import statistics
+import tempfile
 import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
 
-from sqlalchemy import bindparam, literal, select, update
+from sqlalchemy import bindparam, event, literal, select, update
 
-from bench.common import bench_app, target
+from bench.common import bench_app, percentile, process_env, running_workers, target
+from core.crypto import hmac_sha256_hex
 from core.db import db
+from core.queue import EVENTS, queue as rq_queue
+from desk.channels import create_channel
 from desk.conversations import apply_command, mark_sending, queue_commands, snapshot
-from desk.models import Conversation, Customer
+from desk.events import MESSAGE_RECEIVED
+from desk.models import AssignmentReceipt, Conversation, Customer
 from desk.tenancy import add_member, create_tenant
+from rules import message_events, service
+from rules.models import AutomationRun
 
 TARGET = 0.5
 CONVERSATIONS = 100
 ROUNDS = 8
+
+LATENCY_TARGET = 5  # median latency <= 5 x the median inbound request
+MESSAGES = 200
+WARM_UP = 10  # untimed messages first: the workers' imports, connections and caches
+WORKERS = 2  # `flask jobs worker` processes, each on events, webhooks and default
+SWITCHES = {name: "1" for name in message_events.SWITCHES}
+POLL_SECONDS = 0.001
+GIVE_UP_SECONDS = 30.0
+SUBSCRIBER = "rules.message_events.on_message_received"
 
 
 def main() -> None:
@@ -111,8 +145,186 @@ def main() -> None:
           f"ratio {worker_rate / plain_rate:.3f} (no target)")
     print(f"its statements alone: SELECT 1, 2 UPDATEs, COMMIT {1000 / floor_rate:7.3f} ms {floor_rate:9.1f}/s   "
           f"ratio {floor_rate / plain_rate:.3f} (the least a read and two writes per command cost)")
-    print("inbound message -> assignment latency: not measured; the message-triggered rules that "
-          "would make that assignment are not built yet")
+    latency(app)
+
+
+# --- inbound message -> assignment, with running workers ---------------------------------------
+
+def latency(app) -> None:
+    """Post signed messages one at a time to a tenant with a keyword rule published for message
+    events; time each request and the wait until a real worker has assigned its conversation."""
+    app.config.update({name: True for name in SWITCHES})  # to publish; the workers read the env
+    with app.app_context():
+        tenant_id, agent_id, url, secret = _message_rule_tenant()
+        alone = _subscriber_in_process(app, tenant_id, url, secret)
+        engine = db.engine
+    client, counter = app.test_client(), itertools.count()
+
+    def inbound() -> tuple[float, dict]:
+        n = next(counter)
+        raw = json.dumps({"message_id": f"latency-{uuid.uuid4().hex}", "text": f"I want a REFUND for order {n}",
+                          "customer": {"external_id": f"latency-{uuid.uuid4().hex}",
+                                       "name": "Bench Customer"}}).encode()
+        ts = str(int(time.time()))
+        start = time.perf_counter()
+        response = client.post(url, data=raw, content_type="application/json", headers={
+            "X-Channel-Timestamp": ts, "X-Channel-Signature": "v1=" + hmac_sha256_hex(secret, ts.encode() + b"." + raw)})
+        took = time.perf_counter() - start
+        assert response.status_code == 201, response.get_data(as_text=True)
+        return took, response.get_json()["data"]
+
+    read = select(Conversation.assignee_member_id)
+    log_path = Path(tempfile.mkdtemp(prefix="bench-workers-")) / "workers.log"
+    samples = []  # (wall clock at t0, request s, latency s, ids)
+    with engine.connect() as conn, running_workers(app, WORKERS, process_env(app, **SWITCHES), log_path):
+        for n in range(WARM_UP + MESSAGES):
+            wall, start = time.time(), time.perf_counter()
+            took, data = inbound()
+            conversation_id = uuid.UUID(data["conversation_id"])
+            query = read.where(Conversation.id == conversation_id)
+            while True:  # a fresh read each time: its own transaction, ended at once
+                assignee = conn.execute(query).scalar()
+                conn.rollback()
+                if assignee == agent_id:
+                    break
+                if time.perf_counter() - start > GIVE_UP_SECONDS:
+                    raise RuntimeError(f"message {n} not assigned within {GIVE_UP_SECONDS} s; see {log_path}")
+                time.sleep(POLL_SECONDS)
+            if n >= WARM_UP:
+                samples.append((wall, took, time.perf_counter() - start, data))
+    requests = [sample[1] for sample in samples]
+    latencies = [sample[2] for sample in samples]
+    ratio = statistics.median(latencies) / statistics.median(requests)
+    print(f"inbound message -> assignment, {MESSAGES} messages one at a time ({WARM_UP} untimed first), "
+          f"{WORKERS} real `flask jobs worker` processes, poll every {POLL_SECONDS * 1000:g} ms")
+    print(f"POST signed inbound message (request)  median {_ms(statistics.median(requests))} "
+          f"p95 {_ms(percentile(requests, 0.95))}")
+    print(f"until the conversation is assigned     median {_ms(statistics.median(latencies))} "
+          f"p95 {_ms(percentile(latencies, 0.95))}   ratio {ratio:.2f} {target(ratio, at_most=LATENCY_TARGET)}")
+    with app.app_context():
+        _breakdown(samples, alone)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.3f} ms"
+
+
+def _message_rule_tenant() -> tuple[uuid.UUID, uuid.UUID, str, str]:
+    """A tenant with an admin, an agent, a channel and a keyword rule published for message
+    events, as an administrator publishes it; (tenant id, agent id, inbound URL, channel secret)."""
+    tenant = create_tenant("Bench latency", "professional")
+    tag = uuid.uuid4().hex[:8]
+    admin = add_member(tenant.id, f"admin-{tag}@bench.example", "correct-horse-battery", "admin")
+    agent = add_member(tenant.id, f"agent-{tag}@bench.example", "correct-horse-battery", "agent")
+    channel, secret = create_channel(tenant.id, "Bench chat")
+    db.session.commit()
+    definition = {"schema_version": 1, "name": "Refund desk", "timezone": "Asia/Shanghai",
+                  "trigger": message_events.TRIGGER, "slots": [], "assignee_ref": str(agent.id),
+                  "keywords": ["refund"], "statuses": ["open", "pending"], "overwrite_assigned": False,
+                  "max_actions": 10}
+    saved = service.save_rule(tenant.id, admin.user_id, {"definition": definition})
+    service.publish(tenant.id, admin.user_id, uuid.UUID(saved["rule_id"]), {
+        "revision": saved["revision"], "expected_active_revision": None, "confirm": True,
+        "execution_mode": message_events.MODE,
+        "permissions": service.required_permissions(saved["definition"], message_events.MODE)})
+    db.session.commit()
+    return tenant.id, agent.id, f"/api/channels/{channel.id}/messages", secret
+
+
+def _subscriber_in_process(app, tenant_id: uuid.UUID, url: str, secret: str, runs: int = 6) -> dict:
+    """Before any worker runs: post messages, take each queued event back out of the queue and run
+    the subscriber here (no RQ), counting its statements and commits and the time spent inside
+    the driver's execute calls; medians of the runs after the first (which loads caches)."""
+    client, engine = app.test_client(), db.engine
+    counts = {"statements": 0, "commits": 0, "in_execute": 0.0}
+    began = []
+
+    def before(*_):
+        began.append(time.perf_counter())
+
+    def after(*_):
+        counts["statements"] += 1
+        counts["in_execute"] += time.perf_counter() - began.pop()
+
+    def commit(*_):
+        counts["commits"] += 1
+
+    samples = []
+    for _ in range(runs):
+        raw = json.dumps({"message_id": f"count-{uuid.uuid4().hex}", "text": "REFUND please",
+                          "customer": {"external_id": f"count-{uuid.uuid4().hex}", "name": "Bench Customer"}}).encode()
+        ts = str(int(time.time()))
+        response = client.post(url, data=raw, content_type="application/json", headers={
+            "X-Channel-Timestamp": ts, "X-Channel-Signature": "v1=" + hmac_sha256_hex(secret, ts.encode() + b"." + raw)})
+        assert response.status_code == 201, response.get_data(as_text=True)
+        data = response.get_json()["data"]
+        job = rq_queue(EVENTS).fetch_job(f"event-{MESSAGE_RECEIVED}-{data['message_id']}")
+        if job is not None:
+            job.delete()  # nobody else runs this one
+        counts.update(statements=0, commits=0, in_execute=0.0)
+        event.listen(engine, "before_cursor_execute", before)
+        event.listen(engine, "after_cursor_execute", after)
+        event.listen(engine, "commit", commit)
+        try:
+            start = time.perf_counter()
+            assigned = message_events.on_message_received(str(tenant_id), data["conversation_id"],
+                                                          data["message_id"])
+            took = time.perf_counter() - start
+        finally:
+            event.remove(engine, "before_cursor_execute", before)
+            event.remove(engine, "after_cursor_execute", after)
+            event.remove(engine, "commit", commit)
+            db.session.remove()
+        assert assigned == 1, assigned
+        samples.append({**counts, "took": took})
+    return {name: statistics.median(sample[name] for sample in samples[1:]) for name in samples[0]}
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    """SQLite keeps the UTC wall time without its zone."""
+    return moment.replace(tzinfo=timezone.utc) if moment is not None and moment.tzinfo is None else moment
+
+
+def _breakdown(samples: list, alone: dict) -> None:
+    """Where the latency goes, from the jobs' RQ timestamps and the rows' own timestamps (all on
+    this machine's clock): medians over the timed messages of each step, in ms after t0."""
+    events_queue = rq_queue(EVENTS)
+    steps = {name: [] for name in (
+        "request (t0 -> 201)", "dispatch job: enqueued -> started (queue wait)", "dispatch job: started -> ended",
+        "dispatch ended -> subscriber job started", "subscriber job: enqueued -> started (queue wait)",
+        "subscriber job: started -> run row created (reads)", "run created -> receipt queued (decide, commits)",
+        "receipt queued -> applied (adapter)", "applied -> seen by the poll", "subscriber job: applied -> ended",
+        "worker clock: t0 -> subscriber started", "worker clock: t0 -> applied (before its commit)")}
+    total = []
+    for wall, took, waited, data in samples:
+        message_id = data["message_id"]
+        dispatch = events_queue.fetch_job(f"event-{MESSAGE_RECEIVED}-{message_id}")
+        notify = events_queue.fetch_job(f"event-{MESSAGE_RECEIVED}-{message_id}-{SUBSCRIBER.replace('.', '-')}")
+        run = db.session.scalar(select(AutomationRun).where(AutomationRun.message_id == uuid.UUID(message_id)))
+        receipt = db.session.scalar(select(AssignmentReceipt).where(
+            AssignmentReceipt.conversation_id == uuid.UUID(data["conversation_id"])))
+        if dispatch is None or notify is None or run is None or receipt is None or notify.ended_at is None:
+            continue
+        at = {name: _aware(moment).timestamp() - wall for name, moment in (
+            ("d_enq", dispatch.enqueued_at), ("d_start", dispatch.started_at), ("d_end", dispatch.ended_at),
+            ("n_enq", notify.enqueued_at), ("n_start", notify.started_at), ("n_end", notify.ended_at),
+            ("run", run.created_at), ("queued", receipt.created_at), ("applied", receipt.updated_at))}
+        for name, value in zip(steps, (
+                took, at["d_start"] - at["d_enq"], at["d_end"] - at["d_start"], at["n_start"] - at["d_end"],
+                at["n_start"] - at["n_enq"], at["run"] - at["n_start"], at["queued"] - at["run"],
+                at["applied"] - at["queued"], waited - at["applied"], at["n_end"] - at["applied"],
+                at["n_start"], at["applied"])):
+            steps[name].append(value)
+        total.append(waited)
+    db.session.rollback()
+    print(f"breakdown (medians of {len(total)} messages; RQ's job timestamps and the rows' own): 2 RQ job hops on "
+          f"`{EVENTS}` (dispatch_event -> notify_subscriber), the assignment inside the second")
+    for name, values in steps.items():
+        if values:
+            print(f"  {name:52} {_ms(statistics.median(values))}  p95 {_ms(percentile(values, 0.95))}")
+    print(f"  the subscriber alone, in this process (no RQ, no other load): {_ms(alone['took'])}; "
+          f"{alone['statements']:g} statements and {alone['commits']:g} commits, {_ms(alone['in_execute'])} "
+          f"of it inside the driver's execute calls (commits not included)")
 
 
 if __name__ == "__main__":

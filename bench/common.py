@@ -1,8 +1,12 @@
 """Shared benchmark plumbing: a throwaway app on real services and a rate meter."""
 import atexit
+import math
 import os
 import re
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -13,8 +17,9 @@ from flask_migrate import upgrade
 from sqlalchemy import Column, Integer, MetaData, Table
 
 from app import create_app
+from core.config import PROJECT_ROOT
 from core.db import db
-from core.redis import start_embedded, stop_embedded
+from core.redis import get_redis, start_embedded, stop_embedded
 
 
 def bench_app():
@@ -131,3 +136,59 @@ def logged_in(app, email: str, password: str):
     token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', client.get("/login").get_data(as_text=True))
     client.post("/login", data={"email": email, "password": password, "csrf_token": token.group(1)})
     return client
+
+
+def percentile(values, fraction: float) -> float:
+    """The `fraction` quantile of `values` (nearest rank: 0.95 of 200 values is the 190th)."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1))]
+
+
+def process_env(app, **extra: str) -> dict:
+    """The environment of a real process (worker, cron) on the bench app's database and Redis:
+    an embedded Redis is reached through its unix socket, which any process of this user may open."""
+    cfg = app.config
+    return {**os.environ, "DATABASE_URL": cfg["SQLALCHEMY_DATABASE_URI"], "REDIS_URL": cfg["REDIS_URL"],
+            "SECRET_KEY": cfg["SECRET_KEY"], "ENCRYPTION_KEY": cfg["ENCRYPTION_KEY"], **extra}
+
+
+@contextmanager
+def running_workers(app, count: int, env: dict, log_path: Path, ready_seconds: float = 60.0):
+    """`count` real `flask jobs worker` processes (as the Procfile runs them) on the app's stores,
+    yielded once every one has registered in Redis (its queues are being listened to); stopped
+    at the end, on failure too: SIGTERM (RQ's warm shutdown), then SIGKILL of its process group."""
+    from rq import Worker  # the bench's other measurements need no RQ
+
+    with app.app_context():
+        connection = get_redis()
+    log = open(log_path, "ab")
+    processes = []
+    try:
+        for _ in range(count):
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "flask", "--app", "app", "jobs", "worker"], cwd=PROJECT_ROOT,
+                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        pids, deadline = {process.pid for process in processes}, time.monotonic() + ready_seconds
+        while {worker.pid for worker in Worker.all(connection=connection)} & pids != pids:
+            for process in processes:
+                if process.poll() is not None:
+                    raise RuntimeError(f"worker {process.pid} exited ({process.returncode}); see {log_path}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"workers not registered within {ready_seconds} s; see {log_path}")
+            time.sleep(0.05)
+        yield processes
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # its scheduler child too, if one is left
+            except ProcessLookupError:
+                pass
+            process.wait()
+        log.close()
