@@ -29,18 +29,18 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 from flask import current_app
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from core import audit
-from core.clock import utcnow
+from core.clock import iso, utcnow
 from core.db import db
 from core.limits import Semaphore
 from core.queue import DEFAULT, enqueue
 from core.redis import get_redis
 from rules import execution, plans, service
 from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision, AutomationRun, AutomationRunItem
-from rules.preview import _slot_starts, _week_start
+from rules.preview import _next_times, _slot_starts, _week_start
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,8 @@ PLATFORM_PLANS = 4
 TENANT_PLANS = 1
 LEASE_SECONDS = plans.STUCK_AFTER.total_seconds()  # renewed every tick while the run lives
 HELD = "rules:scheduler:held"  # set of run ids holding plan slots
+LAST_TICK = "rules:scheduler:last_tick"  # ISO time of the latest tick, for the console
+SILENT_AFTER = timedelta(minutes=1)  # no tick for this long (four missed): the console warns
 SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
 FINISHED = ("complete", "partial", "failed", "cancelled")
 
@@ -75,10 +77,12 @@ def _held_key(run_id: uuid.UUID | str) -> str:
 
 
 def tick() -> int:
-    """One scheduler round (see the module's docstring); how many runs it created, changed or started."""
+    """One scheduler round (see the module's docstring); how many runs it created, changed or started.
+    Its time is recorded first, switched off or not, so the console can tell a live cron apart."""
+    now = utcnow()
+    get_redis().set(LAST_TICK, iso(now))
     if not enabled():
         return 0
-    now = utcnow()
     done = _create_due(now)
     done += _mark_missed(now)
     _release_finished()
@@ -101,18 +105,21 @@ def due_slots(definition: dict, since: datetime, now: datetime) -> list[datetime
     return sorted(found)
 
 
-def _scheduled_rules() -> list:
-    """(tenant_id, rule_id, grant_id, revision, grant created_at, definition) of every published
-    weekly rule whose current grant is `scheduled`."""
-    return db.session.execute(select(
+def _scheduled_rules(tenant_id: uuid.UUID | None = None) -> list:
+    """(tenant_id, rule_id, grant_id, revision, grant created_at, definition, name) of every
+    published weekly rule whose current grant is `scheduled` (of one tenant, when given)."""
+    query = (select(
         AutomationRule.tenant_id, AutomationRule.id, AutomationGrant.id, AutomationGrant.revision,
-        AutomationGrant.created_at, AutomationRuleRevision.definition)
+        AutomationGrant.created_at, AutomationRuleRevision.definition, AutomationRule.name)
         .join(AutomationGrant, AutomationGrant.id == AutomationRule.grant_id)
         .join(AutomationRuleRevision, (AutomationRuleRevision.rule_id == AutomationRule.id)
               & (AutomationRuleRevision.revision == AutomationGrant.revision))
         .where(AutomationRule.state == "published", AutomationRule.trigger == "weekly",
                AutomationGrant.tenant_id == AutomationRule.tenant_id, AutomationGrant.revoked_at.is_(None),
-               AutomationGrant.execution_mode == "scheduled")).all()
+               AutomationGrant.execution_mode == "scheduled"))
+    if tenant_id is not None:
+        query = query.where(AutomationRule.tenant_id == tenant_id)
+    return db.session.execute(query.order_by(AutomationRule.name, AutomationRule.id)).all()
 
 
 def _insert_scheduled(values: dict) -> bool:
@@ -130,7 +137,7 @@ def _create_due(now: datetime) -> int:
     rows = _scheduled_rules()
     db.session.rollback()  # only read
     created = 0
-    for tenant_id, rule_id, grant_id, revision, granted_at, definition in rows:
+    for tenant_id, rule_id, grant_id, revision, granted_at, definition, _ in rows:
         if definition.get("trigger") != "weekly" or not definition.get("slots"):
             continue
         for planned_for in due_slots(definition, max(now - LOOKBACK, granted_at - timedelta(microseconds=1)), now):
@@ -320,3 +327,36 @@ def _start_queued(now: datetime) -> int:
                 job_timeout=plans.JOB_TIMEOUT)
         started += 1
     return started
+
+
+# --- the console's view -------------------------------------------------------------------------
+
+def state(tenant_id: uuid.UUID) -> dict:
+    """The scheduler as the tenant's console shows it: whether it runs (and which switches are off),
+    its last tick and whether ticks stopped, and for each of the tenant's rules published for
+    scheduled execution its next slot start and its latest scheduled run."""
+    now = utcnow()
+    raw = get_redis().get(LAST_TICK)
+    last_tick = datetime.fromisoformat(raw.decode() if isinstance(raw, bytes) else raw) if raw else None
+    rows = _scheduled_rules(tenant_id)
+    latest = {}
+    if rows:
+        ranked = select(AutomationRun.rule_id, AutomationRun.planned_for, AutomationRun.status,
+                        AutomationRun.schedule_execution_state, AutomationRun.schedule_execution_code,
+                        func.row_number().over(partition_by=AutomationRun.rule_id,
+                                               order_by=AutomationRun.planned_for.desc()).label("rank")).where(
+            AutomationRun.tenant_id == tenant_id, AutomationRun.kind == "scheduled",
+            AutomationRun.rule_id.in_([row[1] for row in rows])).subquery()
+        latest = {row.rule_id: row for row in db.session.execute(select(ranked).where(ranked.c.rank == 1))}
+    rules = []
+    for _, rule_id, _, revision, _, definition, name in rows:
+        run = latest.get(rule_id)
+        rules.append({"rule_id": str(rule_id), "name": name, "revision": revision,
+                      "next_slot": _next_times(definition["slots"], now)[0],
+                      "latest_run": None if run is None else {
+                          "planned_for": iso(run.planned_for), "status": run.status,
+                          "schedule_execution_state": run.schedule_execution_state,
+                          "schedule_execution_code": run.schedule_execution_code}})
+    return {"enabled": enabled(), "switches_off": [name for name in SWITCHES if not current_app.config.get(name)],
+            "last_tick": iso(last_tick), "silent": last_tick is None or now - last_tick > SILENT_AFTER,
+            "rules": rules}

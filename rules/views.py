@@ -15,7 +15,7 @@ from core.queue import DEFAULT, enqueue
 from core.web import close_when_off
 from desk.models import Member
 from desk.sessions import admin_console_required, current_member
-from rules import execution, forms, plans, preview, service
+from rules import execution, forms, plans, preview, scheduler, service
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE, LIMITS
 from rules.models import EXECUTION_MODES, AutomationRun
 from studio import generation
@@ -63,10 +63,21 @@ def _is_htmx() -> bool:
 @admin_console_required
 def index():
     """The tenant's automation rules."""
-    overview = service.overview(current_member().tenant_id)
+    tenant_id = current_member().tenant_id
+    overview = service.overview(tenant_id)
     rules = [{**rule, "updated": _when(rule["updated_at"])} for rule in overview["rules"]]
     return render_template("rules/index.html", rules=rules, overview=overview, triggers=TRIGGER_LABELS,
-                           modes=MODE_LABELS, limits=LIMITS)
+                           modes=MODE_LABELS, limits=LIMITS, scheduler=_scheduler_state(tenant_id))
+
+
+def _scheduler_state(tenant_id: uuid.UUID) -> dict:
+    """The scheduler's state with its times as Beijing wall-clock text."""
+    state = scheduler.state(tenant_id)
+    for rule in state["rules"]:
+        rule["next_slot_text"] = _when(rule["next_slot"])
+        if rule["latest_run"]:
+            rule["latest_run"]["planned_text"] = _when(rule["latest_run"]["planned_for"])
+    return {**state, "last_tick_text": _when(state["last_tick"])}
 
 
 # --- the editor page ----------------------------------------------------------------------------

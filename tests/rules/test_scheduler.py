@@ -10,7 +10,7 @@ from rq import Queue
 from sqlalchemy import func, select, update
 
 from core.audit import AuditEntry
-from core.clock import BEIJING, utcnow
+from core.clock import BEIJING, format_beijing, iso, utcnow
 from core.db import db
 from core.queue import DEFAULT
 from desk.channels import create_channel
@@ -369,3 +369,54 @@ def test_manual_plans_are_never_executed_by_the_scheduler(app, rules, scheduled,
     assert (run.kind, run.status, run.schedule_execution_state) == ("manual", "complete", None)
     assert scheduler.schedule_decision(run, utcnow()) == "manual"
     assert queued_jobs(redis_conn) == 0
+
+
+# --- the console's view -------------------------------------------------------------------------
+
+def test_the_state_names_the_last_tick_and_each_scheduled_rules_next_slot_and_latest_run(
+        app, scheduled, slot, clock, tenant, other_tenant):
+    clock(slot - timedelta(seconds=30))
+    state = scheduler.state(tenant.id)
+    assert (state["enabled"], state["last_tick"], state["silent"]) == (True, None, True)
+    assert state["rules"] == [{"rule_id": scheduled, "name": "Weekday rotation", "revision": 1,
+                               "next_slot": slot.astimezone(BEIJING).isoformat(), "latest_run": None}]
+    scheduler.tick()
+    state = scheduler.state(tenant.id)
+    assert (state["last_tick"], state["silent"]) == (iso(slot - timedelta(seconds=30)), False)
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    [rule] = scheduler.state(tenant.id)["rules"]
+    assert rule["next_slot"] == (slot + timedelta(weeks=1)).astimezone(BEIJING).isoformat()
+    assert rule["latest_run"] == {"planned_for": iso(slot), "status": "queued", "schedule_execution_state": None,
+                                  "schedule_execution_code": None}
+    clock(slot + timedelta(seconds=10) + scheduler.SILENT_AFTER + timedelta(seconds=1))
+    assert scheduler.state(tenant.id)["silent"] is True  # ticks stopped
+    assert scheduler.state(other_tenant.id)["rules"] == []  # another tenant's rules are never shown
+
+
+def test_a_switched_off_scheduler_still_records_its_ticks_and_says_which_switch(app, scheduled, slot, clock,
+                                                                                monkeypatch):
+    monkeypatch.setitem(app.config, "ATOMIC_ASSIGNMENT_ENABLED", False)
+    clock(slot + timedelta(seconds=10))
+    assert scheduler.tick() == 0
+    state = scheduler.state(db.session.get(AutomationRule, uuid.UUID(scheduled)).tenant_id)
+    assert (state["enabled"], state["switches_off"], state["last_tick"]) == (
+        False, ["ATOMIC_ASSIGNMENT_ENABLED"], iso(slot + timedelta(seconds=10)))
+
+
+def test_the_automation_page_shows_the_scheduler(app, admin_client, scheduled, slot, clock):
+    page = admin_client.get("/extensions/automation").get_data(as_text=True)
+    assert "none yet" in page and "no tick in the last minute" in page
+    clock(slot + timedelta(seconds=10))
+    scheduler.tick()
+    page = admin_client.get("/extensions/automation").get_data(as_text=True)
+    section = page[page.index('id="scheduler"'):]
+    assert "running" in section and "no tick in the last minute" not in section
+    assert format_beijing(slot + timedelta(seconds=10)) in section  # the last tick
+    assert f'datetime="{(slot + timedelta(weeks=1)).astimezone(BEIJING).isoformat()}"' in section  # next slot
+    assert "Weekday rotation" in section and "run-queued" in section
+
+
+def test_the_automation_page_says_when_no_rule_is_scheduled(admin_client):
+    page = admin_client.get("/extensions/automation").get_data(as_text=True)
+    assert 'id="scheduled-rules-empty"' in page and 'id="scheduled-rules"' not in page
