@@ -13,7 +13,7 @@ import uuid
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import select, update
+from sqlalchemy import literal, select, update
 
 from core import audit
 from core.api import ApiError
@@ -114,44 +114,49 @@ def _queue_job(run_id: uuid.UUID, conversation_id: uuid.UUID) -> None:
             job_id=f"command-{run_id}-{conversation_id}", job_timeout=COMMAND_TIMEOUT)
 
 
-def _admin_holds(tenant_id: uuid.UUID, user_id: uuid.UUID | None) -> bool:
-    """Whether the user is still an active administrator of the tenant."""
-    return user_id is not None and db.session.scalar(select(Member.id).where(
-        Member.tenant_id == tenant_id, Member.user_id == user_id, Member.role == "admin",
-        Member.active.is_(True))) is not None
-
-
 # A run kind without an approver and the grant mode (and switch) that authorizes its commands.
 CONTINUOUS = {"scheduled": "scheduled", "message_event": "message_event"}
 
 
-def recheck(run: AutomationRun, target_member_id: uuid.UUID) -> str | None:
-    """Why a command of the run may not be written now (None when it may), checked right before
-    each write whatever the run's kind: the rule paused or republished (`rule_not_published`,
-    `grant_replaced`), the tenant inactive, the publisher no longer an active administrator, the
-    approver likewise (`approver_invalid`; a scheduled or message-event run has none: its
-    continuing grant, still the rule's current one, and the scheduled-execution switch stand for
-    it), the target no longer an active, synchronized agent of the tenant."""
-    rule = db.session.get(AutomationRule, run.rule_id)
-    if rule.state != "published" or rule.grant_id != run.grant_id:
-        return "rule_not_published" if rule.state != "published" else "grant_replaced"
-    if not db.session.scalar(select(Tenant.active).where(Tenant.id == run.tenant_id)):
+def _is_admin(tenant_id: uuid.UUID, user_id):
+    """Whether the user (a column or a value) is an active administrator of the tenant: EXISTS."""
+    return select(Member.id).where(Member.tenant_id == tenant_id, Member.user_id == user_id,
+                                   Member.role == "admin", Member.active.is_(True)).exists()
+
+
+def recheck(run, target_member_id: uuid.UUID) -> str | None:
+    """Why a command of the run (an AutomationRun, or anything with its tenant_id, rule_id,
+    grant_id, kind and approved_by) may not be written now; None when it may. Checked right before
+    each write whatever the run's kind, in one statement: the rule paused or republished
+    (`rule_not_published`, `grant_replaced`), the tenant inactive, the publisher no longer an active
+    administrator, the approver likewise (`approver_invalid`; a scheduled or message-event run has
+    none: its continuing grant, still the rule's current one, and the scheduled-execution switch
+    stand for it), the target no longer an active, synchronized agent of the tenant."""
+    target = select(Member.id).where(
+        Member.id == target_member_id, Member.tenant_id == run.tenant_id, Member.role == "agent",
+        Member.active.is_(True), Member.synchronized.is_(True)).exists()
+    approver = _is_admin(run.tenant_id, run.approved_by) if run.approved_by is not None else literal(False)
+    found = db.session.execute(select(
+        AutomationRule.state, AutomationRule.grant_id, AutomationGrant.execution_mode, Tenant.active,
+        _is_admin(run.tenant_id, AutomationGrant.granted_by).label("publisher"), approver.label("approver"),
+        target.label("target"))
+        .join(Tenant, Tenant.id == AutomationRule.tenant_id)
+        .join(AutomationGrant, (AutomationGrant.id == run.grant_id) & (AutomationGrant.tenant_id == run.tenant_id))
+        .where(AutomationRule.id == run.rule_id, AutomationRule.tenant_id == run.tenant_id)).one()
+    if found.state != "published" or found.grant_id != run.grant_id:
+        return "rule_not_published" if found.state != "published" else "grant_replaced"
+    if not found.active:
         return "tenant_inactive"
-    grant = db.session.get(AutomationGrant, run.grant_id)
-    if not _admin_holds(run.tenant_id, grant.granted_by):
+    if not found.publisher:
         return "publisher_invalid"
     if run.kind in CONTINUOUS:
-        if grant.execution_mode != CONTINUOUS[run.kind]:
+        if found.execution_mode != CONTINUOUS[run.kind]:
             return "grant_replaced"
         if not current_app.config["AUTOMATION_SCHEDULE_EXECUTION_ENABLED"]:
             return "schedule_execution_disabled"
-    elif not _admin_holds(run.tenant_id, run.approved_by):
+    elif not found.approver:
         return "approver_invalid"
-    target = db.session.get(Member, target_member_id)
-    if target is None or target.tenant_id != run.tenant_id or target.role != "agent" \
-            or not (target.active and target.synchronized):
-        return "rule_member_unavailable"
-    return None
+    return None if found.target else "rule_member_unavailable"
 
 
 def execute_command(run_id: uuid.UUID, conversation_id: uuid.UUID) -> str:

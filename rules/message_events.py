@@ -26,6 +26,7 @@ Decisions (docs/decisions.md, "Message-triggered assignment"):
 import logging
 import uuid
 from datetime import timedelta
+from types import SimpleNamespace
 
 from flask import current_app
 from sqlalchemy import and_, func, or_, select, update
@@ -38,8 +39,8 @@ from desk.models import Channel, Conversation, Message
 from desk.points import record_use
 from rules.catalog import LIMITS
 from rules import execution
-from rules.models import AutomationGrant, AutomationRule, AutomationRun, AutomationRunItem
-from rules.plans import NOT_CLASSIFIED, _definition, _normalised
+from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision, AutomationRun, AutomationRunItem
+from rules.plans import NOT_CLASSIFIED, _normalised
 from rules.preview import Decision, Usage, _decide
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,8 @@ def on_message_received(tenant_id: str, conversation_id: str, message_id: str) -
     if reason:
         return _skip(reason, message_id)
     assigned = 0
-    for rule_id, grant_id, revision in _rules(tenant):
-        assigned += _run_rule(tenant, rule_id, grant_id, revision, seen) == "applied"
+    for rule_id, grant_id, revision, definition in _rules(tenant):
+        assigned += _run_rule(tenant, rule_id, grant_id, revision, definition, seen) == "applied"
     db.session.commit()
     return assigned
 
@@ -81,59 +82,65 @@ def _skip(reason: str, message_id: str) -> int:
 # --- the event ----------------------------------------------------------------------------------
 
 def _read(tenant_id: uuid.UUID, conversation_id: uuid.UUID, message_id: uuid.UUID) -> tuple[dict | None, str | None]:
-    """What the rules need of the message and its conversation, or why the event is skipped."""
-    message = db.session.execute(select(
+    """What the rules need of the message and its conversation, or why the event is skipped: one
+    statement reads the message (its first 4,000 characters), its conversation, whether its channel
+    is live and whether a later public inbound message exists, all inside the tenant."""
+    newer = Message.__table__.alias("newer")
+    later = select(newer.c.id).where(
+        newer.c.tenant_id == tenant_id, newer.c.conversation_id == conversation_id,
+        newer.c.direction == "inbound", newer.c.kind == "public",
+        or_(newer.c.created_at > Message.created_at,
+            and_(newer.c.created_at == Message.created_at, newer.c.id > Message.id))).exists()
+    live = select(Channel.id).where(Channel.id == Message.channel_id, Channel.tenant_id == tenant_id,
+                                    Channel.active.is_(True)).exists()
+    row = db.session.execute(select(
         Message.id, Message.direction, Message.kind, Message.channel_id, Message.created_at,
-        func.substr(Message.text, 1, LIMITS["keyword_text_chars"]).label("text")).where(
-        Message.id == message_id, Message.tenant_id == tenant_id,
-        Message.conversation_id == conversation_id)).first()
-    if message is None:
+        func.substr(Message.text, 1, LIMITS["keyword_text_chars"]).label("text"),
+        later.label("superseded"), live.label("channel_live"),
+        Conversation.id.label("conversation_id"), Conversation.tenant_id, Conversation.channel_id.label("bound_to"),
+        Conversation.status, Conversation.assignee_member_id, Conversation.bot_active, Conversation.updated_at)
+        .join(Conversation, (Conversation.id == Message.conversation_id) & (Conversation.tenant_id == tenant_id))
+        .where(Message.id == message_id, Message.tenant_id == tenant_id,
+               Message.conversation_id == conversation_id)).first()
+    if row is None:
         return None, "message_missing"
-    if message.direction != "inbound" or message.kind != "public":
+    if row.direction != "inbound" or row.kind != "public":
         return None, "not_public_inbound"
-    if utcnow() - message.created_at > MAX_AGE:
+    if utcnow() - row.created_at > MAX_AGE:
         return None, "stale"
-    later = db.session.scalar(select(Message.id).where(
-        Message.tenant_id == tenant_id, Message.conversation_id == conversation_id,
-        Message.direction == "inbound", Message.kind == "public",
-        or_(Message.created_at > message.created_at,
-            and_(Message.created_at == message.created_at, Message.id > message.id))).limit(1))
-    if later is not None:
+    if row.superseded:
         return None, "superseded"
-    conversation = db.session.execute(select(
-        Conversation.id, Conversation.tenant_id, Conversation.channel_id, Conversation.status,
-        Conversation.assignee_member_id, Conversation.bot_active, Conversation.updated_at).where(
-        Conversation.id == conversation_id, Conversation.tenant_id == tenant_id)).first()
-    if conversation is None:
-        return None, "conversation_missing"
-    channel_live = db.session.scalar(select(Channel.id).where(
-        Channel.id == message.channel_id, Channel.tenant_id == tenant_id, Channel.active.is_(True)))
-    if message.channel_id is None or conversation.channel_id != message.channel_id or channel_live is None:
+    if row.channel_id is None or row.bound_to != row.channel_id or not row.channel_live:
         return None, "channel_changed"
-    assignee = conversation.assignee_member_id
-    return {"conversation_id": conversation.id, "message_id": message.id,
+    conversation = SimpleNamespace(id=row.conversation_id, tenant_id=row.tenant_id, status=row.status,
+                                   assignee_member_id=row.assignee_member_id, bot_active=row.bot_active,
+                                   updated_at=row.updated_at)
+    assignee = row.assignee_member_id
+    return {"conversation_id": row.conversation_id, "message_id": row.id,
             "snapshot": conversations.snapshot(conversation),
-            "sample": {"id": str(conversation.id), "status": conversation.status, "text": message.text,
+            "sample": {"id": str(row.conversation_id), "status": row.status, "text": row.text,
                        "assignee_ref": None if assignee is None else str(assignee)}}, None
 
 
-def _rules(tenant_id: uuid.UUID) -> list[tuple[uuid.UUID, uuid.UUID, int]]:
-    """(rule id, grant id, revision) of the tenant's published rules granted `message_event`."""
-    return [tuple(row) for row in db.session.execute(select(
-        AutomationRule.id, AutomationGrant.id, AutomationGrant.revision).join(
-        AutomationGrant, AutomationGrant.id == AutomationRule.grant_id).where(
-        AutomationRule.tenant_id == tenant_id, AutomationRule.state == "published",
-        AutomationGrant.tenant_id == tenant_id, AutomationGrant.revoked_at.is_(None),
-        AutomationGrant.execution_mode == MODE).order_by(AutomationRule.created_at, AutomationRule.id))]
+def _rules(tenant_id: uuid.UUID) -> list:
+    """(rule id, grant id, revision, definition) of the tenant's published rules granted
+    `message_event`, with the definition of the grant's revision."""
+    return db.session.execute(select(
+        AutomationRule.id, AutomationGrant.id, AutomationGrant.revision, AutomationRuleRevision.definition)
+        .join(AutomationGrant, AutomationGrant.id == AutomationRule.grant_id)
+        .join(AutomationRuleRevision, (AutomationRuleRevision.rule_id == AutomationRule.id)
+              & (AutomationRuleRevision.revision == AutomationGrant.revision))
+        .where(AutomationRule.tenant_id == tenant_id, AutomationRule.state == "published",
+               AutomationGrant.tenant_id == tenant_id, AutomationGrant.revoked_at.is_(None),
+               AutomationGrant.execution_mode == MODE).order_by(AutomationRule.created_at, AutomationRule.id)).all()
 
 
 # --- one rule -----------------------------------------------------------------------------------
 
-def _run_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, revision: int,
+def _run_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, revision: int, definition: dict,
               seen: dict) -> str | None:
     """One rule on the message: its run, its item and, when planned, the command's outcome."""
-    definition = _definition(rule_id, revision)
-    if definition is None or definition["trigger"] != TRIGGER:
+    if definition["trigger"] != TRIGGER:
         return None
     now = utcnow()
     row = insert_unless_present(AutomationRun, ("rule_id", "message_id"), {
@@ -152,8 +159,8 @@ def _run_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, rev
         return None
     rule = _normalised(definition)
     decision = _decision(tenant_id, run_id, rule, seen)
-    refusal = execution.recheck(db.session.get(AutomationRun, run_id), uuid.UUID(decision.assignee_ref)) \
-        if decision.planned else None
+    run = SimpleNamespace(tenant_id=tenant_id, rule_id=rule_id, grant_id=grant_id, kind=MODE, approved_by=None)
+    refusal = execution.recheck(run, uuid.UUID(decision.assignee_ref)) if decision.planned else None
     db.session.add(AutomationRunItem(
         tenant_id=tenant_id, run_id=run_id, conversation_id=seen["conversation_id"], planned=decision.planned,
         target_member_id=uuid.UUID(decision.assignee_ref) if decision.assignee_ref else None,

@@ -12,7 +12,7 @@ from core.clock import utcnow
 from core.db import db
 from core.queue import DEFAULT
 from desk.conversations import mark_sending, snapshot
-from desk.models import AssignmentReceipt, Channel, Conversation, Customer, Member
+from desk.models import AssignmentReceipt, Channel, Conversation, Customer, Member, Tenant
 from jobs import cron
 from jobs.worker import AppWorker
 from rules import execution
@@ -228,6 +228,32 @@ def test_a_target_deactivated_after_approval_rejects_its_command(app, rules, ten
     _work(app, redis_conn)
     assert [(r["status"], r["reason"]) for r in _status(rules, run)["receipts"]] == [
         ("rejected", "rule_member_unavailable")]
+
+
+@pytest.mark.parametrize("change, code", [("publisher_left", "publisher_invalid"),
+                                          ("approver_left", "approver_invalid"),
+                                          ("tenant_deactivated", "tenant_inactive"),
+                                          ("target_unsynchronized", "rule_member_unavailable")])
+def test_each_fact_rechecked_before_the_write_refuses_its_command(app, rules, tenant, published, target, admin,
+                                                                   redis_conn, change, code):
+    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    if change == "publisher_left":  # the administrator who published and approved
+        db.session.execute(update(Member).where(Member.id == admin.id).values(role="agent"))
+    elif change == "approver_left":  # another administrator approved, then left
+        approver = seat(tenant, "admin")
+        db.session.execute(update(AutomationRun).where(AutomationRun.id == run.id)
+                           .values(approved_by=approver.user_id))
+        db.session.execute(update(Member).where(Member.id == approver.id).values(active=False))
+    elif change == "tenant_deactivated":
+        db.session.execute(update(Tenant).where(Tenant.id == tenant.id).values(active=False))
+    else:
+        db.session.execute(update(Member).where(Member.id == target.id).values(synchronized=False))
+    db.session.commit()
+    _work(app, redis_conn)
+    assert [(r.status, r.reason) for r in db.session.scalars(select(AssignmentReceipt))] == [("rejected", code)]
+    db.session.expire_all()
+    assert {c.assignee_member_id for c in db.session.scalars(select(Conversation))} == {None}
 
 
 def test_an_unknown_run_is_404(rules):
