@@ -31,7 +31,16 @@ def create_app(config: dict | None = None) -> Flask:
     register_error_handlers(app)
     _register_blueprints(app)
     _register_cli(app)
+    _wire_events(app)
     return app
+
+
+def _wire_events(app: Flask) -> None:
+    """Who hears the desk's events: the one list of `jobs.wiring`, handed to the desk explicitly."""
+    from desk.events import SUBSCRIBERS
+    from jobs import wiring
+
+    app.extensions[SUBSCRIBERS] = wiring.subscribers
 
 
 def _init_login(app: Flask) -> None:

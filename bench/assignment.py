@@ -23,9 +23,8 @@ stopped at the end. 200 messages (10 untimed first), one at a time, each from a 
 so a new open conversation, each naming the keyword: t0 before the POST, the request's own time,
 then a fresh read of the conversation every 1 ms until its assignee is the rule's agent.
 Target (issue 14): median latency <= 5 x the median inbound request time. Printed beside it, not
-targeted: a breakdown from the RQ jobs' timestamps (the path is 2 job hops on `events`:
-dispatch_event, then notify_subscriber running the rule) and the run's and receipt's own
-timestamps, and the subscriber run in this process alone (its statements, commits, driver time).
+targeted: a breakdown from the RQ job's timestamps (the path is one job hop on `events`: the
+request queues notify_subscriber, which runs the rule) and the run's and receipt's own timestamps, and the subscriber run in this process alone (its statements, commits, driver time).
 """
 import itertools
 import json
@@ -258,7 +257,7 @@ def _subscriber_in_process(app, tenant_id: uuid.UUID, url: str, secret: str, run
             "X-Channel-Timestamp": ts, "X-Channel-Signature": "v1=" + hmac_sha256_hex(secret, ts.encode() + b"." + raw)})
         assert response.status_code == 201, response.get_data(as_text=True)
         data = response.get_json()["data"]
-        job = rq_queue(EVENTS).fetch_job(f"event-{MESSAGE_RECEIVED}-{data['message_id']}")
+        job = rq_queue(EVENTS).fetch_job(_job_id(data["message_id"]))
         if job is not None:
             job.delete()  # nobody else runs this one
         counts.update(statements=0, commits=0, in_execute=0.0)
@@ -280,6 +279,11 @@ def _subscriber_in_process(app, tenant_id: uuid.UUID, url: str, secret: str, run
     return {name: statistics.median(sample[name] for sample in samples[1:]) for name in samples[0]}
 
 
+def _job_id(message_id: str) -> str:
+    """The id of the subscriber's job for one message (`desk.events.dispatch`)."""
+    return f"event-{MESSAGE_RECEIVED}-{message_id}-{SUBSCRIBER.replace('.', '-')}"
+
+
 def _aware(moment: datetime | None) -> datetime | None:
     """SQLite keeps the UTC wall time without its zone."""
     return moment.replace(tzinfo=timezone.utc) if moment is not None and moment.tzinfo is None else moment
@@ -290,35 +294,31 @@ def _breakdown(samples: list, alone: dict) -> None:
     this machine's clock): medians over the timed messages of each step, in ms after t0."""
     events_queue = rq_queue(EVENTS)
     steps = {name: [] for name in (
-        "request (t0 -> 201)", "dispatch job: enqueued -> started (queue wait)", "dispatch job: started -> ended",
-        "dispatch ended -> subscriber job started", "subscriber job: enqueued -> started (queue wait)",
+        "request (t0 -> 201)", "subscriber job: enqueued -> started (queue wait)",
         "subscriber job: started -> run row created (reads)", "run created -> receipt queued (decide, commits)",
         "receipt queued -> applied (adapter)", "applied -> seen by the poll", "subscriber job: applied -> ended",
         "worker clock: t0 -> subscriber started", "worker clock: t0 -> applied (before its commit)")}
     total = []
     for wall, took, waited, data in samples:
         message_id = data["message_id"]
-        dispatch = events_queue.fetch_job(f"event-{MESSAGE_RECEIVED}-{message_id}")
-        notify = events_queue.fetch_job(f"event-{MESSAGE_RECEIVED}-{message_id}-{SUBSCRIBER.replace('.', '-')}")
+        notify = events_queue.fetch_job(_job_id(message_id))
         run = db.session.scalar(select(AutomationRun).where(AutomationRun.message_id == uuid.UUID(message_id)))
         receipt = db.session.scalar(select(AssignmentReceipt).where(
             AssignmentReceipt.conversation_id == uuid.UUID(data["conversation_id"])))
-        if dispatch is None or notify is None or run is None or receipt is None or notify.ended_at is None:
+        if notify is None or run is None or receipt is None or notify.ended_at is None:
             continue
         at = {name: _aware(moment).timestamp() - wall for name, moment in (
-            ("d_enq", dispatch.enqueued_at), ("d_start", dispatch.started_at), ("d_end", dispatch.ended_at),
             ("n_enq", notify.enqueued_at), ("n_start", notify.started_at), ("n_end", notify.ended_at),
             ("run", run.created_at), ("queued", receipt.created_at), ("applied", receipt.updated_at))}
         for name, value in zip(steps, (
-                took, at["d_start"] - at["d_enq"], at["d_end"] - at["d_start"], at["n_start"] - at["d_end"],
-                at["n_start"] - at["n_enq"], at["run"] - at["n_start"], at["queued"] - at["run"],
+                took, at["n_start"] - at["n_enq"], at["run"] - at["n_start"], at["queued"] - at["run"],
                 at["applied"] - at["queued"], waited - at["applied"], at["n_end"] - at["applied"],
                 at["n_start"], at["applied"])):
             steps[name].append(value)
         total.append(waited)
     db.session.rollback()
-    print(f"breakdown (medians of {len(total)} messages; RQ's job timestamps and the rows' own): 2 RQ job hops on "
-          f"`{EVENTS}` (dispatch_event -> notify_subscriber), the assignment inside the second")
+    print(f"breakdown (medians of {len(total)} messages; RQ's job timestamps and the rows' own): one RQ job hop on "
+          f"`{EVENTS}` (the request queues notify_subscriber, which assigns)")
     for name, values in steps.items():
         if values:
             print(f"  {name:52} {_ms(statistics.median(values))}  p95 {_ms(percentile(values, 0.95))}")

@@ -1,11 +1,14 @@
-"""Desk events: queued with ids only; each subscriber of an event then runs as its own job.
+"""Desk events: queued with ids only; each subscriber of an event runs as its own job.
 
 The desk never imports the packages that subscribe, nor `jobs`: the subscribers are listed in
-`jobs.wiring`, and the worker's `jobs.tasks.dispatch_event` hands that list to dispatch().
+`jobs.wiring`, and the app factory hands the desk that list's reader (`app.extensions[SUBSCRIBERS]`),
+so an emitting request queues one `notify_subscriber` job per subscriber itself (one hop to the
+subscriber, not two). `jobs.tasks.dispatch_event` still serves events queued by earlier releases.
 """
 import logging
 import uuid
 
+from flask import current_app
 from rq import Retry
 
 from core.queue import EVENTS, enqueue
@@ -15,15 +18,15 @@ log = logging.getLogger(__name__)
 MESSAGE_RECEIVED = "message_received"
 KEYS = {MESSAGE_RECEIVED: "message_id"}  # the id naming one occurrence of each event
 RETRY_INTERVALS = (10, 60, 300)  # seconds before a failed subscriber's 2nd, 3rd and 4th run
+SUBSCRIBERS = "desk.event_subscribers"  # app.extensions key: event name -> subscriber import paths
 
 
 def emit_message_received(tenant_id: uuid.UUID, conversation_id: uuid.UUID,
-                          message_id: uuid.UUID):
-    """Queue the event with ids only; the message text never enters the queue."""
-    return enqueue("jobs.tasks.dispatch_event", MESSAGE_RECEIVED, queue_name=EVENTS,
-                   job_id=f"event-{MESSAGE_RECEIVED}-{message_id}",
-                   tenant_id=str(tenant_id), conversation_id=str(conversation_id),
-                   message_id=str(message_id))
+                          message_id: uuid.UUID) -> int:
+    """Queue the event for each subscriber with ids only (the message text never enters the
+    queue); how many jobs."""
+    return dispatch(MESSAGE_RECEIVED, current_app.extensions[SUBSCRIBERS](MESSAGE_RECEIVED),
+                    tenant_id=str(tenant_id), conversation_id=str(conversation_id), message_id=str(message_id))
 
 
 def dispatch(event: str, subscribers: tuple[str, ...], **ids: str) -> int:

@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 
 
 def dispatch_event(event: str, **ids: str) -> int:
-    """Queue one `notify_subscriber` job per subscriber of a desk event; returns how many."""
+    """Queue one `notify_subscriber` job per subscriber of a desk event; returns how many. Serves
+    events queued by earlier releases: the desk now queues the subscribers' jobs itself."""
     return events.dispatch(event, wiring.subscribers(event), **ids)
 
 

@@ -16,7 +16,7 @@ from desk.events import MESSAGE_RECEIVED
 # The functions jobs are queued for, with their queue. Their import paths and signatures are a wire format.
 ENTRY_POINTS = (
     "jobs.cron.tick",                # () on default: the 15-second tick
-    "jobs.tasks.dispatch_event",     # (event, **ids) on events: one job per subscriber
+    "jobs.tasks.dispatch_event",     # (event, **ids) on events: events queued by earlier releases
     "jobs.tasks.notify_subscriber",  # (event, subscriber, **ids) on events: one subscriber, retried alone
     "jobs.tasks.deliver_webhook",    # (event_id) on webhooks: one delivery attempt
     "jobs.tasks.run_script",         # (source, input_json) on scripts: the runner's sandbox

@@ -192,8 +192,8 @@ def test_message_received_event_carries_ids_but_never_the_text(client, channel, 
     jobs = Queue("events", connection=redis_conn).get_jobs()
     assert len(jobs) == 1
     job = jobs[0]
-    assert job.func_name == "jobs.tasks.dispatch_event"
-    assert job.args == ("message_received",)
+    assert job.func_name == "jobs.tasks.notify_subscriber"
+    assert job.args == ("message_received", "rules.message_events.on_message_received")
     assert job.kwargs["message_id"] == data["message_id"]
     assert job.kwargs["conversation_id"] == data["conversation_id"]
     assert "secret order" not in json.dumps([job.args, job.kwargs])

@@ -75,7 +75,7 @@ def test_message_received_event_reaches_subscribers_through_a_worker(app, redis_
 def test_the_same_event_queued_twice_runs_once(app, redis_conn, subscribed):
     events.emit_message_received("t-1", "c-1", "m-1")
     events.emit_message_received("t-1", "c-1", "m-1")
-    assert Queue(EVENTS, connection=redis_conn).count == 1
+    assert Queue(EVENTS, connection=redis_conn).count == 2  # one job per subscriber, not per emission
     work(app, redis_conn, EVENTS)
     assert redis_conn.llen(SEEN) == 1
 
@@ -93,18 +93,16 @@ def test_a_job_id_collapses_only_a_pending_twin_and_a_finished_one_is_queued_aga
     assert Queue(EVENTS, connection=redis_conn).job_ids == ["collapse-test"]
 
 
-def test_an_event_without_subscribers_completes(app, redis_conn, monkeypatch):
+def test_an_event_without_subscribers_queues_nothing(app, redis_conn, monkeypatch):
     monkeypatch.setitem(wiring.EVENT_SUBSCRIBERS, events.MESSAGE_RECEIVED, ())
-    job = events.emit_message_received("t-1", "c-1", "m-2")
-    work(app, redis_conn, EVENTS)
-    assert job.get_status(refresh=True) == "finished" and job.return_value() == 0
+    assert events.emit_message_received("t-1", "c-1", "m-2") == 0
+    assert Queue(EVENTS, connection=redis_conn).count == 0
 
 
 def test_each_subscriber_runs_in_a_job_of_its_own_named_by_message_and_subscriber(app, redis_conn, monkeypatch):
     subscribe(app, monkeypatch, RECORD_EVENT, FLAKY_SUBSCRIBER)
-    events.emit_message_received("t-1", "c-1", "m-1")
-    AppWorker([Queue(EVENTS, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True, max_jobs=1)
-    queued = Queue(EVENTS, connection=redis_conn).get_jobs()
+    assert events.emit_message_received("t-1", "c-1", "m-1") == 3
+    queued = Queue(EVENTS, connection=redis_conn).get_jobs()  # queued by the emitter: one hop
     # The production subscriber (jobs.wiring) comes first, then the test's, each in its own job.
     assert [(job.id, job.func_name, job.args) for job in queued] == [
         (f"event-message_received-m-1-{path.replace('.', '-')}", "jobs.tasks.notify_subscriber",

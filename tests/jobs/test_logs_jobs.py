@@ -45,10 +45,10 @@ def test_the_worker_logs_neutral_descriptions_and_no_payload(app, app_config, te
     log = log_path.read_text(errors="replace")
 
     assert len(receiver.received) == 2  # both deliveries ran in this worker
-    assert "jobs.tasks.deliver_webhook" in log and "jobs.tasks.dispatch_event" in log
+    assert "jobs.tasks.deliver_webhook" in log and "jobs.tasks.notify_subscriber" in log
     assert "exception raised while executing" in log  # the failing attempt was logged
     # Descriptions are the import path alone, never a call string with arguments.
-    assert "deliver_webhook(" not in log and "dispatch_event(" not in log
+    assert "deliver_webhook(" not in log and "notify_subscriber(" not in log
     assert MARKER not in log and "7946" not in log
     assert made.token not in log and made.signing_secret not in log
 

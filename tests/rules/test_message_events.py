@@ -138,13 +138,10 @@ def test_the_event_carries_ids_only(app, client, rules, tenant, agent, channel, 
     queue = Queue(EVENTS, connection=redis_conn)
     ids = {"tenant_id": str(tenant.id), "conversation_id": data["conversation_id"],
            "message_id": data["message_id"]}
-    (dispatch,) = queue.get_jobs()
-    AppWorker([queue], connection=redis_conn, app=app).work(burst=True, max_jobs=1)
-    (notify,) = queue.get_jobs()
+    (notify,) = queue.get_jobs()  # the inbound request queued the subscriber's job itself
     assert notify.args == ("message_received", "rules.message_events.on_message_received")
-    for job in (dispatch, notify):
-        assert job.kwargs == ids
-        assert "Zebra" not in json.dumps([job.args, job.kwargs, job.description])
+    assert notify.kwargs == ids
+    assert "Zebra" not in json.dumps([notify.args, notify.kwargs, notify.description])
     work(app, redis_conn)
     assert conversation(data).assignee_member_id == agent.id
 
