@@ -163,18 +163,47 @@ def execute_command(run_id: uuid.UUID, conversation_id: uuid.UUID) -> str:
     """One command (a job): mark it sending, recheck, then apply it through the atomic adapter.
     Safe to run twice: a receipt no longer pending is only looked up, never sent again."""
     run = db.session.get(AutomationRun, run_id)
-    key = command_key(run_id)
-    if not conversations.mark_sending(run.tenant_id, key, conversation_id):
+    tenant_id, key = run.tenant_id, command_key(run_id)
+    if not conversations.mark_sending(tenant_id, key, conversation_id):
         db.session.rollback()
-        return conversations.resolve_uncertain(run.tenant_id, key, conversation_id)
-    db.session.commit()
-    receipt = next(r for r in conversations.receipts(run.tenant_id, key) if r.conversation_id == conversation_id)
-    refusal = recheck(run, receipt.target_member_id)
-    if refusal is not None:
-        status = conversations.reject_command(run.tenant_id, key, conversation_id, refusal)
+        outcome = conversations.resolve_uncertain(tenant_id, key, conversation_id)
         db.session.commit()
-        return status
-    return conversations.apply_command(run.tenant_id, key, conversation_id)
+    else:
+        db.session.commit()
+        receipt = next(r for r in conversations.receipts(tenant_id, key) if r.conversation_id == conversation_id)
+        refusal = recheck(run, receipt.target_member_id)
+        if refusal is not None:
+            outcome = conversations.reject_command(tenant_id, key, conversation_id, refusal)
+            db.session.commit()
+        else:
+            outcome = conversations.apply_command(tenant_id, key, conversation_id)
+    finish_if_final(tenant_id, run_id)
+    return outcome
+
+
+def finish_if_final(tenant_id: uuid.UUID, run_id: uuid.UUID) -> bool:
+    """Once every command of the run is final, mark its execution finished and audit its summary
+    (`automation.run_executed`: kind, rule, how many commands ended in each status), once: a
+    conditional UPDATE picks one of the workers that finish last together. Commits; True when
+    this call wrote the summary."""
+    receipts = conversations.receipts(tenant_id, command_key(run_id))
+    if not receipts or any(r.status not in FINAL for r in receipts):
+        db.session.rollback()
+        return False
+    won = db.session.execute(update(AutomationRun).where(
+        AutomationRun.id == run_id, AutomationRun.tenant_id == tenant_id,
+        AutomationRun.execution_finished_at.is_(None)).values(execution_finished_at=utcnow())).rowcount
+    if not won:
+        db.session.rollback()
+        return False
+    run = db.session.execute(select(AutomationRun.rule_id, AutomationRun.kind, AutomationRun.approved_by)
+                             .where(AutomationRun.id == run_id)).one()
+    outcomes = {status: sum(r.status == status for r in receipts) for status in FINAL}
+    audit.record(tenant_id, run.approved_by, "automation.run_executed", f"automation_run:{run_id}",
+                 {"run_id": str(run_id), "rule_id": str(run.rule_id), "kind": run.kind,
+                  "commands": len(receipts), "outcomes": {k: n for k, n in outcomes.items() if n}})
+    db.session.commit()
+    return True
 
 
 def execution_status(tenant_id: uuid.UUID, run_id: uuid.UUID) -> dict:
@@ -212,6 +241,7 @@ def sweep() -> int:
         if status == "sending":
             conversations.resolve_uncertain(tenant_id, key, conversation_id)
             db.session.commit()
+            finish_if_final(tenant_id, run_id)
         else:
             _queue_job(run_id, conversation_id)
     return len(stale)

@@ -177,7 +177,9 @@ def _run_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, rev
     conversations.queue_commands(tenant_id, key, [
         (seen["conversation_id"], uuid.UUID(decision.assignee_ref), seen["snapshot"])])
     _end(run_id, "complete", planned=1, state="queued", executed=True)
-    return conversations.apply_command(tenant_id, key, seen["conversation_id"])
+    outcome = conversations.apply_command(tenant_id, key, seen["conversation_id"])
+    execution.finish_if_final(tenant_id, run_id)  # after the assignment's commit: its summary
+    return outcome
 
 
 def _in_flight(tenant_id: uuid.UUID) -> int:

@@ -114,6 +114,7 @@ class AutomationRun(UUIDPrimaryKey, Base):
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     execution_requested_at: Mapped[datetime | None]
+    execution_finished_at: Mapped[datetime | None]  # every command final; its summary audited once
 
 
 class AutomationRunItem(UUIDPrimaryKey, Base):

@@ -342,7 +342,8 @@ def run_json(run: AutomationRun, items: list[dict] | None = None) -> dict:
             "status": run.status, "planned_for": iso(run.planned_for), "scanned": run.scanned,
             "planned_count": run.planned_count, "schedule_execution_state": run.schedule_execution_state,
             "schedule_execution_code": run.schedule_execution_code, "created_at": iso(run.created_at),
-            "finished_at": iso(run.finished_at), "items": items or []}
+            "finished_at": iso(run.finished_at), "execution_requested_at": iso(run.execution_requested_at),
+            "execution_finished_at": iso(run.execution_finished_at), "items": items or []}
 
 
 def item_json(item: AutomationRunItem) -> dict:

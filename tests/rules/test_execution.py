@@ -1,6 +1,8 @@
 """Single-run execution: approval of a fresh complete plan, one command per conversation through the
 atomic adapter, each rechecked; receipts as the execution status."""
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -11,7 +13,7 @@ from core.audit import AuditEntry
 from core.clock import utcnow
 from core.db import db
 from core.queue import DEFAULT
-from desk.conversations import mark_sending, snapshot
+from desk.conversations import apply_command, mark_sending, snapshot
 from desk.models import AssignmentReceipt, Channel, Conversation, Customer, Member, Tenant
 from jobs import cron
 from jobs.worker import AppWorker
@@ -110,6 +112,40 @@ def test_a_conversation_changed_since_the_plan_ends_state_changed_and_keeps_its_
     assert outcome == {str(first.id): "applied", str(second.id): "state_changed"}
     db.session.expire_all()
     assert db.session.get(Conversation, second.id).assignee_member_id is None
+
+
+def test_the_finished_execution_is_audited_once_with_its_outcomes(app, rules, tenant, published, target, admin,
+                                                                  redis_conn):
+    first, second = _conversations(tenant, 2)
+    run = _plan(tenant, published, target, [first, second])
+    db.session.execute(update(Conversation).where(Conversation.id == second.id).values(status="pending"))
+    db.session.commit()
+    rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    _work(app, redis_conn)
+    [entry] = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "automation.run_executed"))
+    assert (entry.actor_id, entry.target) == (admin.user_id, f"automation_run:{run.id}")
+    assert entry.summary == {"run_id": str(run.id), "rule_id": published, "kind": "manual", "commands": 2,
+                             "outcomes": {"applied": 1, "state_changed": 1}}
+    db.session.expire_all()
+    assert db.session.get(AutomationRun, run.id).execution_finished_at is not None
+
+
+def test_workers_finishing_together_write_one_summary(app, rules, tenant, published, target, redis_conn):
+    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    rules.post(f"/{run.id}/execute-plan", CONFIRM)
+    Queue(DEFAULT, connection=redis_conn).empty()
+    [conversation] = db.session.scalars(select(Conversation))
+    assert apply_command(tenant.id, execution.command_key(run.id), conversation.id) == "applied"
+    tenant_id, start = tenant.id, threading.Barrier(4)
+
+    def finish():
+        with app.app_context():
+            start.wait(20)
+            return execution.finish_if_final(tenant_id, run.id)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert sorted(pool.map(lambda _: finish(), range(4))) == [False, False, False, True]
+    assert len(db.session.scalars(select(AuditEntry).where(AuditEntry.action == "automation.run_executed")).all()) == 1
 
 
 def test_executing_the_same_plan_twice_applies_each_conversation_once(app, rules, tenant, published, target,

@@ -8,6 +8,7 @@ import pytest
 from rq import Queue
 from sqlalchemy import func, select, update
 
+from core.audit import AuditEntry
 from core.clock import utcnow
 from core.db import db
 from core.queue import DEFAULT, EVENTS
@@ -108,7 +109,10 @@ def test_a_keyword_match_assigns_through_the_adapter(app, client, rules, tenant,
     (item,) = items()
     assert (item.planned, item.reason, item.detail, item.target_member_id) == (
         True, "keyword_matched", {"keyword": "refund"}, agent.id)
-    stored = json.dumps([item.detail, item.snapshot, receipt.snapshot, run.schedule_execution_code])
+    [entry] = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "automation.run_executed"))
+    assert entry.summary == {"run_id": str(run.id), "rule_id": rule_id, "kind": "message_event", "commands": 1,
+                             "outcomes": {"applied": 1}}
+    stored = json.dumps([item.detail, item.snapshot, receipt.snapshot, run.schedule_execution_code, entry.summary])
     assert "Zebra" not in stored
 
 

@@ -505,7 +505,8 @@ def test_rule_runs_lists_the_30_newest(rules, agent):
     assert [run["run_id"] for run in listed] == [str(run.id) for run in runs[:30]]
     assert set(listed[0]) == {"run_id", "kind", "mode", "executed", "status", "planned_for", "scanned",
                               "planned_count", "schedule_execution_state", "schedule_execution_code",
-                              "created_at", "finished_at", "items"}
+                              "created_at", "finished_at", "execution_requested_at", "execution_finished_at",
+                              "items"}
 
 
 def test_agents_are_refused_and_foreign_rules_are_not_found(app, rules, agent, agent_client, other_tenant):
