@@ -1,5 +1,9 @@
 """Read-only plans of published rules: POST rule-plan, the plan job, the sweep, GET rule-runs."""
 import json
+import os
+import signal
+import subprocess
+import time
 import uuid
 from datetime import datetime, timedelta
 
@@ -10,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from core.audit import AuditEntry
 from core.clock import BEIJING, utcnow
+from core.config import PROJECT_ROOT
 from core.db import db
 from core.queue import DEFAULT
 from desk.channels import create_channel
@@ -19,7 +24,7 @@ from jobs import cron
 from jobs.worker import AppWorker
 from rules import plans
 from rules.models import AutomationRun, AutomationRunItem
-from tests.conftest import LONG_WINDOW, login, seat, seconds_left_in_window
+from tests.conftest import FLASK, LONG_WINDOW, login, process_env, seat, seconds_left_in_window
 from tests.rules.test_service import (KEYWORD, READ_ONLY, SEMANTIC, RulesApi, error, message_rule,
                                       semantic_rule, weekly_rule)
 
@@ -413,6 +418,43 @@ def test_a_model_failure_leaves_a_partial_semantic_plan_that_plans_nothing(app, 
     assert items[str(first.id)] == {**items[str(first.id)], "planned": False, "reason": "plan_incomplete"}
     assert items[str(second.id)]["reason"] == "semantic_not_classified"
     assert db.session.scalar(select(func.sum(AiPointsEntry.input_tokens))) == 300
+
+
+def test_a_worker_killed_mid_plan_leaves_the_run_failed_and_it_is_never_retried(
+        app, app_config, rules, tenant, agent, channel, redis_conn, model_server, monkeypatch):
+    rule_id = published(rules, semantic_rule(agent), READ_ONLY + SEMANTIC)
+    talk(tenant, channel, "billing")
+    model_server.answer_json({"label": "billing", "confidence": 0.99}, delay=30)
+    response = rules.post(f"/{rule_id}/rule-plan", {})
+    assert response.status_code == 202
+    run_id = uuid.UUID(response.get_json()["data"]["run_id"])
+    env = {**process_env(app_config), "MODEL_BASE_URL": model_server.url, "MODEL_NAME": "test-model",
+           "MODEL_API_KEY": "sk-test-key", "MODEL_READ_TIMEOUT": "60", "AUTOMATION_PLANNING_ENABLED": "1"}
+    worker = subprocess.Popen([*FLASK, "jobs", "worker", "--burst"], cwd=PROJECT_ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(600):
+            if model_server.received:
+                break
+            time.sleep(0.05)
+        assert model_server.received, "the worker never asked the model"
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)  # mid-plan, waiting on the model
+        worker.wait(timeout=10)
+    db.session.expire_all()
+    run = db.session.get(AutomationRun, run_id)
+    assert (run.status, run.planned_count, run.finished_at) == ("running", 0, None)  # never marked successful
+    assert db.session.scalar(select(func.count()).select_from(AutomationRunItem)) == 0
+    later = utcnow() + plans.STUCK_AFTER + timedelta(seconds=1)
+    monkeypatch.setattr(plans, "utcnow", lambda: later)
+    assert plans.sweep() == 1
+    db.session.expire_all()
+    assert db.session.get(AutomationRun, run_id).status == "failed"
+    work(app, redis_conn)  # a new worker runs whatever is queued: nothing plans the run again
+    assert plans.run_plan(run_id) == "failed"
+    assert len(model_server.received) == 1  # the model was asked once; nothing was retried
+    db.session.expire_all()
+    assert db.session.get(AutomationRun, run_id).status == "failed"
 
 
 # --- cancelled, failed, listed ------------------------------------------------------------------
