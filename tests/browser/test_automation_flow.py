@@ -93,9 +93,12 @@ def test_rotation_template_edit_preview_save_bind_and_publish(page, live_server,
     expect(page.get_by_role("heading", name="Weekday rotation")).to_contain_text("published r1")
 
     page.get_by_role("link", name="← Automation rules").click()
-    row = page.get_by_role("row", name=re.compile("Weekday rotation"))
+    row = page.locator("#rule-list").get_by_role("row", name=re.compile("Weekday rotation"))
     expect(row).to_contain_text("Scheduled assignment")
     expect(row).to_contain_text("published r1")
+    scheduled = page.locator("#scheduled-rules").get_by_role("row", name=re.compile("Weekday rotation"))
+    expect(scheduled).to_contain_text("r1")  # the scheduler card lists it with its next slot
+    expect(scheduled.locator("time")).to_have_count(1)
 
 
 def _saved_weekly_rule(tenant, admin) -> str:
