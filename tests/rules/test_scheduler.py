@@ -420,3 +420,5 @@ def test_the_automation_page_shows_the_scheduler(app, admin_client, scheduled, s
 def test_the_automation_page_says_when_no_rule_is_scheduled(admin_client):
     page = admin_client.get("/extensions/automation").get_data(as_text=True)
     assert 'id="scheduled-rules-empty"' in page and 'id="scheduled-rules"' not in page
+    assert "<title>Automation rules · Custom Studio</title>" in page
+    assert page.count('id="scheduler"') == 1 and page.index('id="scheduler"') > page.index("<main")
