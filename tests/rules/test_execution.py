@@ -100,14 +100,21 @@ def test_an_approved_plan_queues_one_command_per_conversation_and_answers_before
     assert {c.assignee_member_id for c in db.session.scalars(select(Conversation))} == {target.id}
 
 
-def test_a_conversation_changed_since_the_plan_ends_state_changed_and_keeps_its_change(
-        app, rules, tenant, published, target, redis_conn):
+def _executed_with_one_changed(app, rules, tenant, published, target, redis_conn):
+    """A two-conversation plan, the second changed after planning, approved and worked off;
+    (run, first, second)."""
     first, second = _conversations(tenant, 2)
     run = _plan(tenant, published, target, [first, second])
     db.session.execute(update(Conversation).where(Conversation.id == second.id).values(status="pending"))
     db.session.commit()
     rules.post(f"/{run.id}/execute-plan", CONFIRM)
     _work(app, redis_conn)
+    return run, first, second
+
+
+def test_a_conversation_changed_since_the_plan_ends_state_changed_and_keeps_its_change(
+        app, rules, tenant, published, target, redis_conn):
+    run, first, second = _executed_with_one_changed(app, rules, tenant, published, target, redis_conn)
     outcome = {r["conversation_id"]: r["status"] for r in _status(rules, run)["receipts"]}
     assert outcome == {str(first.id): "applied", str(second.id): "state_changed"}
     db.session.expire_all()
@@ -116,12 +123,7 @@ def test_a_conversation_changed_since_the_plan_ends_state_changed_and_keeps_its_
 
 def test_the_finished_execution_is_audited_once_with_its_outcomes(app, rules, tenant, published, target, admin,
                                                                   redis_conn):
-    first, second = _conversations(tenant, 2)
-    run = _plan(tenant, published, target, [first, second])
-    db.session.execute(update(Conversation).where(Conversation.id == second.id).values(status="pending"))
-    db.session.commit()
-    rules.post(f"/{run.id}/execute-plan", CONFIRM)
-    _work(app, redis_conn)
+    run, _, _ = _executed_with_one_changed(app, rules, tenant, published, target, redis_conn)
     [entry] = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "automation.run_executed"))
     assert (entry.actor_id, entry.target) == (admin.user_id, f"automation_run:{run.id}")
     assert entry.summary == {"run_id": str(run.id), "rule_id": published, "kind": "manual", "commands": 2,

@@ -272,15 +272,16 @@ def test_the_same_event_twice_makes_one_run_and_one_receipt(app, client, rules, 
     assert len(runs()) == 1 and [r.status for r in receipts()] == ["applied"]
 
 
-def test_a_redelivered_event_applies_a_receipt_left_pending(app, client, rules, tenant, agent, channel,
-                                                            monkeypatch):
+def stopped_before_the_adapter(app, client, rules, tenant, agent, channel, monkeypatch) -> dict:
+    """A message whose subscriber job stopped after queueing its command, before the adapter ran
+    it (the command is left `pending`); the message's ids."""
     publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
 
-    def interrupted(*args):
+    def stopped(*args):
         raise RuntimeError("worker stopped")
 
-    monkeypatch.setattr(message_events.conversations, "apply_command", interrupted)
+    monkeypatch.setattr(message_events.conversations, "apply_command", stopped)
     with pytest.raises(RuntimeError):
         run_directly(tenant, data)
     db.session.rollback()
@@ -288,25 +289,19 @@ def test_a_redelivered_event_applies_a_receipt_left_pending(app, client, rules, 
     monkeypatch.undo()
     for name in SWITCHES:
         monkeypatch.setitem(app.config, name, True)
+    return data
+
+
+def test_a_redelivered_event_applies_a_receipt_left_pending(app, client, rules, tenant, agent, channel,
+                                                            monkeypatch):
+    data = stopped_before_the_adapter(app, client, rules, tenant, agent, channel, monkeypatch)
     assert run_directly(tenant, data) == 1
     assert [r.status for r in receipts()] == ["applied"] and len(runs()) == 1
 
 
 def test_a_command_a_dead_worker_left_pending_is_applied_by_the_sweep(app, client, rules, tenant, agent, channel,
                                                                        monkeypatch, redis_conn):
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
-    data = inbound(client, channel)
-
-    def died(*args):
-        raise RuntimeError("worker stopped")
-
-    monkeypatch.setattr(message_events.conversations, "apply_command", died)
-    with pytest.raises(RuntimeError):
-        run_directly(tenant, data)
-    db.session.rollback()
-    monkeypatch.undo()
-    for name in SWITCHES:
-        monkeypatch.setitem(app.config, name, True)
+    data = stopped_before_the_adapter(app, client, rules, tenant, agent, channel, monkeypatch)
     db.session.execute(update(AssignmentReceipt).values(updated_at=utcnow() - execution.STALE_AFTER))
     db.session.commit()
     cron.tick()  # the sweep queues the command again; it is rechecked under the message_event grant
