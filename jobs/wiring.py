@@ -32,6 +32,7 @@ TICK_HANDLERS = (
     "studio.generation.sweep",
     "rules.plans.sweep",
     "rules.execution.sweep",
+    "rules.message_events.sweep",
     "rules.scheduler.tick",
 )
 

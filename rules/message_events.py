@@ -35,6 +35,7 @@ from core.api import ApiError
 from core.clock import utcnow
 from core.db import db, end_reads, insert_unless_present
 from desk import conversations
+from desk.events import MESSAGE_RECEIVED, dispatch
 from desk.models import Channel, Conversation, Message
 from desk.points import record_use
 from rules.catalog import LIMITS
@@ -51,6 +52,9 @@ TENANT_LIMIT = 100  # message-event runs queued or running per tenant
 MODE = "message_event"
 TRIGGER = "message_received"
 LIMIT_CODE = "message_event_limit"
+SUBSCRIBER = "rules.message_events.on_message_received"  # as listed in jobs.wiring
+LOST_AFTER = timedelta(seconds=30)  # a message no rule has run on this long after it came: its event was lost
+SWEPT_PER_TICK = 500
 
 
 def on_message_received(tenant_id: str, conversation_id: str, message_id: str) -> int:
@@ -229,3 +233,46 @@ def _resume(tenant_id: uuid.UUID, rule_id: uuid.UUID, seen: dict) -> str | None:
                        for r in conversations.receipts(tenant_id, execution.command_key(run_id)))
     db.session.rollback()  # only read
     return execution.execute_command(run_id, seen["conversation_id"]) if open_command else None
+
+
+# --- lost events --------------------------------------------------------------------------------
+
+def sweep() -> int:
+    """Tick handler: events lost between a message's commit and the queue (Redis failing right
+    then) or dropped before a worker took them. Every newest public inbound message of a
+    conversation, still on its channel, at least LOST_AFTER and at most MAX_AGE old (older ones
+    would be skipped anyway), in a tenant with a rule granted `message_event` that has no run for
+    it, gets this subscriber's job queued again under the event's own job id (a twin still
+    waiting collapses; the (rule, message) dedup makes a repeat harmless). Reads only ids, through
+    the conversations' activity index; returns how many jobs it queued."""
+    if not all(current_app.config[name] for name in SWITCHES):
+        return 0
+    now = utcnow()
+    newer = Message.__table__.alias("newer")
+    granted = (select(AutomationRule.id, AutomationRule.tenant_id)
+               .join(AutomationGrant, AutomationGrant.id == AutomationRule.grant_id)
+               .where(AutomationRule.state == "published", AutomationGrant.revoked_at.is_(None),
+                      AutomationGrant.tenant_id == AutomationRule.tenant_id,
+                      AutomationGrant.execution_mode == MODE).subquery())
+    lost = db.session.execute(select(Message.tenant_id, Message.conversation_id, Message.id).distinct()
+        .join(Conversation, (Conversation.id == Message.conversation_id)
+              & (Conversation.tenant_id == Message.tenant_id) & (Conversation.channel_id == Message.channel_id))
+        .join(granted, granted.c.tenant_id == Conversation.tenant_id)
+        .where(Conversation.last_activity_at >= now - MAX_AGE,
+               Message.direction == "inbound", Message.kind == "public",
+               Message.created_at >= now - MAX_AGE, Message.created_at <= now - LOST_AFTER,
+               ~select(newer.c.id).where(
+                   newer.c.conversation_id == Message.conversation_id, newer.c.tenant_id == Message.tenant_id,
+                   newer.c.direction == "inbound", newer.c.kind == "public",
+                   or_(newer.c.created_at > Message.created_at,
+                       and_(newer.c.created_at == Message.created_at, newer.c.id > Message.id))).exists(),
+               ~select(AutomationRun.id).where(AutomationRun.rule_id == granted.c.id,
+                                               AutomationRun.message_id == Message.id).exists())
+        .limit(SWEPT_PER_TICK)).all()
+    db.session.rollback()  # only read
+    for tenant_id, conversation_id, message_id in lost:
+        dispatch(MESSAGE_RECEIVED, (SUBSCRIBER,), tenant_id=str(tenant_id),
+                 conversation_id=str(conversation_id), message_id=str(message_id))
+    if lost:
+        log.warning("message_received: %d lost event(s) queued again", len(lost))
+    return len(lost)

@@ -14,7 +14,7 @@ from core.db import db
 from core.queue import DEFAULT, EVENTS
 from desk.channels import create_channel
 from desk.models import AiPointsEntry, AssignmentReceipt, Conversation, Member, Message
-from jobs import cron
+from jobs import cron, wiring
 from jobs.worker import AppWorker
 from rules import execution, message_events
 from rules.execution import command_key
@@ -371,3 +371,54 @@ def test_a_recheck_failing_after_the_decision_skips_the_command(app, client, rul
     assert (run.status, run.executed, run.schedule_execution_state, run.schedule_execution_code) == (
         "complete", False, "skipped", code)
     assert receipts() == [] and conversation(data).assignee_member_id is None
+
+
+# --- lost events --------------------------------------------------------------------------------
+
+def _age(data: dict, seconds: float) -> None:
+    """Make the message (and its conversation's activity) `seconds` old."""
+    moment = utcnow() - timedelta(seconds=seconds)
+    db.session.execute(update(Message).where(Message.id == uuid.UUID(data["message_id"])).values(created_at=moment))
+    db.session.execute(update(Conversation).where(Conversation.id == uuid.UUID(data["conversation_id"]))
+                       .values(last_activity_at=moment))
+    db.session.commit()
+
+
+def test_a_message_whose_event_was_lost_is_assigned_after_the_sweep(app, client, rules, tenant, agent, channel,
+                                                                     redis_conn):
+    assert message_events.SUBSCRIBER in wiring.subscribers("message_received")
+    assert "rules.message_events.sweep" in wiring.tick_handlers()
+    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+    Queue(EVENTS, connection=redis_conn).empty()  # Redis lost the event
+    _age(data, message_events.LOST_AFTER.total_seconds() + 5)
+    cron.tick()
+    (job,) = Queue(EVENTS, connection=redis_conn).get_jobs()
+    assert job.kwargs == {"tenant_id": str(tenant.id), "conversation_id": data["conversation_id"],
+                          "message_id": data["message_id"]}  # ids only, as the event's own job
+    work(app, redis_conn)
+    assert conversation(data).assignee_member_id == agent.id
+    cron.tick()  # handled: nothing queued again
+    assert Queue(EVENTS, connection=redis_conn).count == 0
+
+
+@pytest.mark.parametrize("case", ["handled", "too_recent", "too_old", "superseded", "no_message_rule",
+                                  "switched_off"])
+def test_the_sweep_leaves_other_messages_alone(app, client, rules, tenant, agent, channel, redis_conn,
+                                               monkeypatch, case):
+    mode = "plan_only" if case == "no_message_rule" else "message_event"
+    publish(rules, message_rule(agent), (READ_ONLY if mode == "plan_only" else MESSAGE_EVENT) + KEYWORD, mode)
+    data = inbound(client, channel)
+    if case == "handled":
+        work(app, redis_conn)
+    Queue(EVENTS, connection=redis_conn).empty()
+    age = {"too_recent": 10, "too_old": message_events.MAX_AGE.total_seconds() + 5}.get(case, 40)
+    _age(data, age)
+    if case == "superseded":
+        inbound(client, channel, text="a later message")
+        Queue(EVENTS, connection=redis_conn).empty()
+        _age(data, 40)
+    if case == "switched_off":
+        monkeypatch.setitem(app.config, "ATOMIC_ASSIGNMENT_ENABLED", False)
+    assert message_events.sweep() == 0
+    assert Queue(EVENTS, connection=redis_conn).count == 0
