@@ -260,6 +260,14 @@ def resolve_uncertain(tenant_id: uuid.UUID, command_key: str, conversation_id: u
     return _read_command(tenant_id, command_key, conversation_id).status
 
 
+def reopen_uncertain(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID) -> bool:
+    """uncertain → pending for a person's retry; False when the command is not uncertain. Safe:
+    an `uncertain` receipt proves its write never committed (the two commit together), and the
+    retried command compares its snapshot again, so nothing changed since is overwritten. The
+    caller commits, then has the command run again."""
+    return _set_receipt(tenant_id, command_key, conversation_id, ("uncertain",), "pending")
+
+
 def receipts(tenant_id: uuid.UUID, command_key: str) -> list[AssignmentReceipt]:
     """The receipts of one command key, in the order they were queued."""
     return list(db.session.scalars(select(AssignmentReceipt).where(

@@ -181,6 +181,23 @@ def execute_command(run_id: uuid.UUID, conversation_id: uuid.UUID) -> str:
     return outcome
 
 
+def retry_uncertain(tenant_id: uuid.UUID, actor_id: uuid.UUID, run_id: uuid.UUID,
+                    conversation_id: uuid.UUID) -> None:
+    """A person sends an `uncertain` command again (it never wrote: see
+    `desk.conversations.reopen_uncertain`): back to `pending`, the run's execution open again,
+    audited. The caller commits, then queues the command (`queue_jobs`), which is rechecked and
+    compares its snapshot like any other. 409 command_not_uncertain for any other receipt."""
+    if not current_app.config["ATOMIC_ASSIGNMENT_ENABLED"]:
+        raise ApiError("atomic_assignment_disabled", 503)
+    run = _run(tenant_id, run_id)
+    if not conversations.reopen_uncertain(tenant_id, command_key(run.id), conversation_id):
+        raise ApiError("command_not_uncertain", 409)
+    db.session.execute(update(AutomationRun).where(AutomationRun.id == run.id)
+                       .values(execution_finished_at=None))  # summarized again once final
+    audit.record(tenant_id, actor_id, "automation.command_retried", f"automation_run:{run.id}",
+                 {"run_id": str(run.id), "rule_id": str(run.rule_id), "conversation_id": str(conversation_id)})
+
+
 def finish_if_final(tenant_id: uuid.UUID, run_id: uuid.UUID) -> bool:
     """Once every command of the run is final, mark its execution finished and audit its summary
     (`automation.run_executed`: kind, rule, how many commands ended in each status), once: a

@@ -379,6 +379,12 @@ EXECUTE_ERRORS = {
 }
 
 
+RETRY_ERRORS = {
+    "command_not_uncertain": "Only an uncertain command can be sent again; this one has an outcome already.",
+    "atomic_assignment_disabled": "Not sent again: atomic assignment is not available on this platform.",
+}
+
+
 def _member_names(tenant_id: uuid.UUID, ids: set[str]) -> dict[str, str]:
     """Display names of the tenant's members with these ids (str -> name)."""
     wanted = {uuid.UUID(text) for text in ids if text}
@@ -496,6 +502,31 @@ def execute_run(rule_id: uuid.UUID, run_id: uuid.UUID):
     return _runs_answer(rule_id, {"error": False, "code": "execution_queued", "run_id": str(run_id),
                                   "text": f"Execution approved: {data['commands']} reassignment command(s) queued. "
                                           "Each is rechecked before it is applied; the receipts update below."})
+
+
+@bp.post("/extensions/automation/<uuid:rule_id>/runs/<uuid:run_id>/commands/<uuid:conversation_id>/retry")
+@admin_console_required
+def retry_command(rule_id: uuid.UUID, run_id: uuid.UUID, conversation_id: uuid.UUID):
+    """Send an `uncertain` command again (it never wrote); the receipts partial, polling again."""
+    tenant_id = current_member().tenant_id
+    _rule_run(rule_id, run_id)
+    try:
+        execution.retry_uncertain(tenant_id, current_user.id, run_id, conversation_id)
+    except ApiError as err:
+        db.session.rollback()
+        if err.code == "not_found":
+            raise
+        message, status = {"error": True, "text": RETRY_ERRORS.get(err.code, f"Not sent again: {err.code}.")}, 409
+    else:
+        db.session.commit()
+        execution.queue_jobs(tenant_id, run_id)
+        message, status = {"error": False, "text": "Sent again: it is rechecked and compared with the plan's "
+                                                   "snapshot before it writes."}, 200
+    if not _is_htmx():
+        flash(message["text"], "error" if message["error"] else "info")
+        return redirect(url_for("rules.rule_page", rule_id=rule_id, _anchor=f"run-{run_id}"))
+    return render_template("rules/_execution.html", execution=_receipts(tenant_id, run_id), runs_rule_id=rule_id,
+                           retry_message=message), status
 
 
 @bp.get("/extensions/automation/<uuid:rule_id>/runs/<uuid:run_id>/execution")

@@ -489,3 +489,26 @@ def test_a_worker_killed_before_its_commit_is_resolved_as_uncertain_with_nothing
     db.session.commit()
     assert receipt(conversation_id)[:2] == ("uncertain", "interrupted")
     assert stored(conversation_id) == before
+
+
+def test_only_an_uncertain_command_reopens_and_then_still_compares_its_snapshot(tenant, other_tenant, agent,
+                                                                                  other_agent):
+    uncertain, applied, changed = ids = open_conversations(tenant, 3)
+    plan(tenant, agent, ids)
+    for conversation_id in (uncertain, changed):
+        assert mark_sending(tenant.id, KEY, conversation_id)
+    db.session.commit()
+    for conversation_id in (uncertain, changed):
+        assert resolve_uncertain(tenant.id, KEY, conversation_id) == "uncertain"
+    db.session.commit()
+    assert apply_command(tenant.id, KEY, applied) == "applied"
+    assert not adapter.reopen_uncertain(tenant.id, KEY, applied)
+    assert not adapter.reopen_uncertain(other_tenant.id, KEY, uncertain)  # never another tenant's
+    assert adapter.reopen_uncertain(tenant.id, KEY, uncertain) and adapter.reopen_uncertain(tenant.id, KEY, changed)
+    db.session.commit()
+    assert receipt(uncertain).status == "pending"
+    change(changed, assignee_member_id=other_agent.id)
+    assert apply_command(tenant.id, KEY, uncertain) == "applied"
+    assert apply_command(tenant.id, KEY, changed) == "state_changed"
+    assert stored(changed).assignee_member_id == other_agent.id
+

@@ -11,7 +11,10 @@ from sqlalchemy import func, select, update
 from core.clock import utcnow
 from core.db import db
 from core.queue import DEFAULT
-from desk.models import AssignmentReceipt, Member
+from core.audit import AuditEntry
+from desk.conversations import mark_sending, resolve_uncertain
+from desk.models import AssignmentReceipt, Conversation, Member
+from rules.execution import command_key
 from rules.models import AutomationRun
 from tests.conftest import csrf_from, login, seat
 from tests.rules.test_execution import _conversations, _plan, _work
@@ -214,6 +217,50 @@ def test_a_command_cancelled_or_refused_on_recheck_shows_its_reason(app, admin_c
     assert all(fact in final for fact in shown) and "hx-trigger" not in final
 
 
+def _uncertain_command(admin_client, tenant, published, agent, redis_conn):
+    """An approved one-command plan whose worker died mid-send (its receipt `uncertain`);
+    (run, conversation, the receipts partial's URL)."""
+    [conversation] = _conversations(tenant, 1)
+    run = _plan(tenant, published, agent, [conversation])
+    _form(admin_client, f"{BASE}/{published}/runs/{run.id}/execute",
+          {"permission": "conversation.assign_plan", "confirm": "on"}, headers=HTMX)
+    Queue(DEFAULT, connection=redis_conn).empty()
+    assert mark_sending(tenant.id, command_key(run.id), conversation.id)
+    db.session.commit()
+    assert resolve_uncertain(tenant.id, command_key(run.id), conversation.id) == "uncertain"
+    db.session.commit()
+    return run, conversation, f"{BASE}/{published}/runs/{run.id}/execution"
+
+
+def test_an_uncertain_command_can_be_sent_again_and_is_rechecked_and_applied(app, admin_client, tenant, published,
+                                                                            agents, executing, redis_conn):
+    run, conversation, receipts_url = _uncertain_command(admin_client, tenant, published, agents[0], redis_conn)
+    final = _text(admin_client.get(receipts_url, headers=HTMX))
+    retry_url = f"{BASE}/{published}/runs/{run.id}/commands/{conversation.id}/retry"
+    assert "receipt-uncertain" in final and f'hx-post="{retry_url}"' in final and "hx-trigger" not in final
+    response = _form(admin_client, retry_url, {}, headers=HTMX)
+    assert response.status_code == 200
+    assert "receipt-pending" in _text(response) and POLL_RECEIPTS in _text(response) and "Sent again" in _text(response)
+    assert Queue(DEFAULT, connection=redis_conn).count == 1
+    _work(app, redis_conn)
+    final = _text(admin_client.get(receipts_url, headers=HTMX))
+    assert "receipt-applied" in final and "Send again" not in final
+    db.session.expire_all()
+    assert db.session.get(Conversation, conversation.id).assignee_member_id == agents[0].id
+    retried = db.session.scalar(select(AuditEntry).where(AuditEntry.action == "automation.command_retried"))
+    assert retried.summary["conversation_id"] == str(conversation.id)
+
+
+def test_only_an_uncertain_command_can_be_sent_again(app, admin_client, tenant, published, agents, executing,
+                                                     redis_conn):
+    run, conversation, _ = _uncertain_command(admin_client, tenant, published, agents[0], redis_conn)
+    retry_url = f"{BASE}/{published}/runs/{run.id}/commands/{conversation.id}/retry"
+    assert _form(admin_client, retry_url, {}, headers=HTMX).status_code == 200
+    again = _form(admin_client, retry_url, {}, headers=HTMX)  # now pending, not uncertain
+    assert again.status_code == 409 and "Only an uncertain command can be sent again" in _text(again)
+    assert Queue(DEFAULT, connection=redis_conn).count == 1
+
+
 # --- access -------------------------------------------------------------------------------------
 
 def test_agents_are_refused(agent_client, admin_client, saved_rule):
@@ -238,6 +285,9 @@ def test_a_foreign_rule_and_its_runs_are_not_found(admin_client, other_tenant, t
     executed = browser.post(f"{BASE}/{published}/runs/{run.id}/execute", headers=HTMX,
                             data={"csrf_token": token, "confirm": "on", "permission": "conversation.assign_plan"})
     assert executed.status_code == 404
+    retried = browser.post(f"{BASE}/{published}/runs/{run.id}/commands/{uuid.uuid4()}/retry", headers=HTMX,
+                           data={"csrf_token": token})
+    assert retried.status_code == 404
     assert db.session.scalar(select(AssignmentReceipt.id)) is None
 
 
