@@ -21,6 +21,12 @@ SWITCHES = {
     "AUTOMATION_EXECUTION_ENABLED": False,
     "ATOMIC_ASSIGNMENT_ENABLED": True,
 }
+# The automation rules' switches, and those continuous assignment (scheduled slots, message events)
+# needs all on.
+AUTOMATION_SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED",
+                       "AUTOMATION_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
+CONTINUOUS_ASSIGNMENT = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED",
+                         "ATOMIC_ASSIGNMENT_ENABLED")
 EGRESS_KNOBS = ("EGRESS_ALLOW_CIDRS", "EGRESS_PORT", "EGRESS_CA_BUNDLE")
 
 
@@ -117,6 +123,24 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
             "encryption_key", lambda: Fernet.generate_key().decode())
     cfg.update(overrides)
     return cfg
+
+
+class ConfigurationError(RuntimeError):
+    """A setting that breaks a timing rule between two durations: start-up stops on it."""
+
+
+def require_shorter(shorter: tuple[str, float], longer: tuple[str, float], why: str) -> None:
+    """Refuse to start unless the first duration (what it is, seconds) is shorter than the second,
+    naming both values and what would go wrong."""
+    (short_name, short), (long_name, long) = shorter, longer
+    if not short < long:
+        raise ConfigurationError(f"{short_name} is {short:g} s, but it must be shorter than {long_name} "
+                                 f"({long:g} s): {why}")
+
+
+def switches_off(cfg, names: tuple[str, ...]) -> list[str]:
+    """Which of the switches `names` are off in the configuration, in order."""
+    return [name for name in names if not cfg.get(name)]
 
 
 def warn_about_egress_knobs(cfg: dict) -> None:

@@ -4,11 +4,13 @@ from datetime import datetime, timezone
 from functools import cache
 
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, Row, TypeDecorator, Uuid, event
+from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, Row, TypeDecorator, Uuid, event, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, registry
+
+from core.api import ApiError
 
 
 NAMING_CONVENTION = {
@@ -142,3 +144,16 @@ def insert_unless_present(model, unique: tuple[str, ...], values: dict) -> Row |
     """
     statement = _insert_unless_present(model, unique, db.session.get_bind().dialect.name)
     return db.session.execute(statement, values).first()
+
+
+def tenant_row(model, tenant_id: uuid.UUID, row_id: uuid.UUID, *criteria, fresh: bool = False, lock: bool = False):
+    """The tenant's row of `model` with that id (and any further `criteria`); a foreign or missing id
+    is 404 not_found, one answer for both (DESIGN.md §4.7). `fresh` reloads a row the session
+    holds; `lock` takes its row lock."""
+    query = select(model).where(model.id == row_id, model.tenant_id == tenant_id, *criteria)
+    if fresh:
+        query = query.execution_options(populate_existing=True)
+    found = db.session.scalar(query.with_for_update() if lock else query)
+    if found is None:
+        raise ApiError("not_found", 404)
+    return found

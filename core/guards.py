@@ -68,13 +68,15 @@ def _reject_constant(name: str):
     raise ValueError(name)
 
 
-def only_properties(body: dict, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
-    """The body when it has no property outside `allowed` (else 400 invalid_json naming the first)
-    and every one of `required` (else 400 required_field_missing naming the first missing)."""
-    unknown = [name for name in body if name not in allowed]
-    if unknown:
-        raise ApiError("invalid_json", 400, detail=unknown[0])
+def only_properties(body: dict, allowed: tuple[str, ...], required: tuple[str, ...] = (), *,
+                    unknown: str = "invalid_json", at: str = "") -> dict:
+    """The body when it has no property outside `allowed` (else 400 `unknown` naming the first) and
+    every one of `required` (else 400 required_field_missing naming the first missing); `at` is
+    the path prefix of a nested object (`samples[2].`)."""
+    extra = [name for name in body if name not in allowed]
+    if extra:
+        raise ApiError(unknown, 400, detail=f"{at}{extra[0]}")
     missing = [name for name in required if name not in body]
     if missing:
-        raise ApiError("required_field_missing", 400, detail=missing[0])
+        raise ApiError("required_field_missing", 400, detail=f"{at}{missing[0]}")
     return body

@@ -1,11 +1,15 @@
 """Asking the platform model for one label out of a list (intent classification, semantic routing):
-the answer's schema, the untrusted text block of the prompt and the reading of the answer."""
+the reserved label, the check of an administrator's label list, the prompt, the answer's schema and
+the reading of the answer."""
 import json
 import math
-import re
 
 from core.api import ApiError
+from core.prompt import fenced
+from core.validation import check_array, check_distinct, check_text, fail, item_at
 
+# The label the model answers when it cannot tell (spec); administrators' labels never contain it.
+RESERVED_LABEL = "无法判断"
 LABEL_SCHEMA = {
     "type": "object",
     "properties": {"label": {"type": "string"},
@@ -13,14 +17,24 @@ LABEL_SCHEMA = {
     "required": ["label", "confidence"],
     "additionalProperties": False,
 }
-_DELIMITER_RUN = re.compile(r"<{3,}|>{3,}")
+
+
+def check_labels(value: object, path: str, most: int, chars: int) -> list[str]:
+    """1 to `most` distinct single-line labels of at most `chars` characters, none containing the
+    reserved label anywhere."""
+    items = check_array(value, path, 1, most)
+    labels = [check_text(item, item_at(path, index), chars) for index, item in enumerate(items)]
+    for index, label in enumerate(labels):
+        if RESERVED_LABEL in label:
+            fail(item_at(path, index))
+    check_distinct(labels, path)
+    return labels
 
 
 def labelled_prompt(labels: list[str], texts: list[str], fence: tuple[str, str]) -> str:
-    """The labels as a JSON list, then each text as one JSON line between the fence's lines; a run
-    of `<` or `>` inside a text is spaced out, so no text can open or close the block."""
-    lines = [json.dumps(_DELIMITER_RUN.sub(lambda m: " ".join(m[0]), text), ensure_ascii=False) for text in texts]
-    return "\n".join([f"Labels: {json.dumps(labels, ensure_ascii=False)}", fence[0], *lines, fence[1]])
+    """The labels as a JSON list, then each text as one JSON line inside the fence."""
+    lines = [json.dumps(text, ensure_ascii=False) for text in texts]
+    return "\n".join([f"Labels: {json.dumps(labels, ensure_ascii=False)}", fenced(lines, fence)])
 
 
 def _confidence(value: object) -> float | None:

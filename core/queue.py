@@ -1,7 +1,10 @@
 """Queue names in one place and the one way to enqueue a job (below every feature package)."""
+from dataclasses import dataclass
+
 from rq import Queue, Retry
 from rq.job import Job
 
+from core.db import db
 from core.redis import get_redis
 
 DEFAULT = "default"
@@ -35,3 +38,26 @@ def enqueue(func: str, *args, queue_name: str = DEFAULT, job_id: str | None = No
         return q.fetch_job(job_id)  # one round trip to find a twin, the rest only when there is one
     return q.enqueue(func, args=args, kwargs=kwargs, job_id=job_id, retry=retry, job_timeout=job_timeout,
                      ttl=ttl, result_ttl=result_ttl, failure_ttl=failure_ttl, description=func)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job a unit of work queues once it has committed: entry point, ids, queue and options."""
+
+    func: str
+    args: tuple[str, ...]
+    queue_name: str = DEFAULT
+    job_id: str | None = None
+    job_timeout: int | None = None
+
+    def enqueue(self):
+        """Queue it now (`enqueue`)."""
+        return enqueue(self.func, *self.args, queue_name=self.queue_name, job_id=self.job_id,
+                       job_timeout=self.job_timeout)
+
+
+def commit_then_enqueue(*jobs: JobSpec) -> None:
+    """Commit the unit of work, then queue its jobs, so no job reads rows that are not committed."""
+    db.session.commit()
+    for job in jobs:
+        job.enqueue()

@@ -1,4 +1,5 @@
 """Building blocks of the JSON schemas given to the model, built from a validator's own tables."""
+from core.labels import RESERVED_LABEL
 
 
 def enum(values: tuple) -> dict:
@@ -23,3 +24,15 @@ def shaped_object(shapes: dict, shape: str, properties: dict, description: str |
     if description:
         schema["description"] = description
     return schema
+
+
+def text(max_length: int, note: str = "", multiline: bool = False, min_length: int = 1) -> dict:
+    """A trimmed text of at most `max_length` characters, with what else it must be."""
+    lines = "may span lines" if multiline else "one line, no control characters"
+    return {"type": "string", "minLength": min_length, "maxLength": max_length,
+            "description": "; ".join(filter(None, (lines, note)))}
+
+
+def label_list(most: int, chars: int) -> dict:
+    """An administrator's label list (core.labels.check_labels): none contains the reserved label."""
+    return array({**text(chars), "not": {"pattern": RESERVED_LABEL}}, 1, most)

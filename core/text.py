@@ -24,6 +24,14 @@ def utf16_units(value: str) -> int:
     return len(value.encode("utf-16-le")) // 2
 
 
+def fits_utf16(value: str, limit: int) -> bool:
+    """At most `limit` UTF-16 code units, as JavaScript counts; a lone surrogate never fits."""
+    try:
+        return utf16_units(value) <= limit
+    except UnicodeEncodeError:
+        return False
+
+
 def is_blank(value: str) -> bool:
     """Empty after JavaScript's trim()."""
     return not value.strip(JS_WHITESPACE)

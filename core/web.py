@@ -1,8 +1,10 @@
-"""Web plumbing shared by every page: CSRF scope, the session cookie, security and HTMX caching
-headers, template helpers, health."""
+"""Web plumbing shared by every page: CSRF scope, the session cookie, security headers, HTMX (the
+one way to tell an htmx request and to redirect one), template helpers, health."""
 import logging
 
-from flask import Blueprint, Flask, current_app, has_request_context, request
+from flask import Blueprint, Flask, current_app, has_request_context, redirect, request
+from flask_htmx import HTMX
+from flask_htmx.responses import HTMXResponseClientRedirect
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFProtect
 from redis.exceptions import RedisError
@@ -14,6 +16,7 @@ from core.clock import format_beijing
 from core.db import db
 
 csrf = CSRFProtect()
+htmx = HTMX()  # truthy when htmx asked (HX-Request: true): answer with the partial alone
 # htmx runs from /static with its indicator CSS in app.css (includeIndicatorStyles: false), so no
 # inline script or style is needed anywhere. Framing is refused until the workbench embedding rules
 # say otherwise; a view may set its own header to relax it for one page.
@@ -75,11 +78,17 @@ def format_number(value) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
+def redirect_to(url: str):
+    """Go to `url`: a full page load for htmx (HX-Redirect), an HTTP redirect otherwise."""
+    return HTMXResponseClientRedirect(url) if htmx else redirect(url)
+
+
 def init_web(app: Flask) -> None:
     """CSRF on every cookie-authenticated form outside /api/; the session cookie; security headers
     and Vary on HX-Request on every answer; filters."""
     app.config["WTF_CSRF_CHECK_DEFAULT"] = False
     csrf.init_app(app)
+    htmx.init_app(app)
 
     @app.before_request
     def protect_cookie_forms():

@@ -10,7 +10,7 @@ from sqlalchemy.sql import Update
 
 from core.api import ApiError
 from core.clock import iso, utcnow
-from core.db import WROTE, db
+from core.db import WROTE, db, tenant_row
 from core.once import CreateOnce
 from desk.models import AssignmentReceipt, Conversation, Member, Message
 
@@ -32,11 +32,7 @@ def list_conversations(tenant_id: uuid.UUID, member_id: uuid.UUID, view: str) ->
 
 def get_conversation(tenant_id: uuid.UUID, conversation_id: uuid.UUID) -> Conversation:
     """One conversation of the tenant; a foreign id is indistinguishable from a missing one."""
-    conversation = db.session.scalar(select(Conversation).where(
-        Conversation.id == conversation_id, Conversation.tenant_id == tenant_id))
-    if conversation is None:
-        raise ApiError("not_found", 404)
-    return conversation
+    return tenant_row(Conversation, tenant_id, conversation_id)
 
 
 def conversation_messages(conversation: Conversation) -> list[Message]:
@@ -270,7 +266,16 @@ def reopen_uncertain(tenant_id: uuid.UUID, command_key: str, conversation_id: uu
 
 def receipts(tenant_id: uuid.UUID, command_key: str) -> list[AssignmentReceipt]:
     """The receipts of one command key, in the order they were queued."""
-    return list(db.session.scalars(select(AssignmentReceipt).where(
-        AssignmentReceipt.tenant_id == tenant_id, AssignmentReceipt.command_key == command_key)
-        .order_by(AssignmentReceipt.created_at, AssignmentReceipt.conversation_id)
-        .execution_options(populate_existing=True)))
+    return receipts_of(tenant_id, [command_key]).get(command_key, [])
+
+
+def receipts_of(tenant_id: uuid.UUID, command_keys: list[str]) -> dict[str, list[AssignmentReceipt]]:
+    """The receipts of several command keys in one statement, by key, each in the order queued."""
+    found: dict[str, list[AssignmentReceipt]] = {}
+    if command_keys:
+        for receipt in db.session.scalars(select(AssignmentReceipt).where(
+                AssignmentReceipt.tenant_id == tenant_id, AssignmentReceipt.command_key.in_(command_keys))
+                .order_by(AssignmentReceipt.created_at, AssignmentReceipt.conversation_id)
+                .execution_options(populate_existing=True)):
+            found.setdefault(receipt.command_key, []).append(receipt)
+    return found

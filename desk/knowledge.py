@@ -20,7 +20,7 @@ from sqlalchemy import Row, and_, or_, select, update
 from core import audit
 from core.api import ApiError
 from core.clock import beijing_day_range, iso, to_beijing, utcnow
-from core.db import db
+from core.db import db, tenant_row
 from core.text import storable
 from desk.models import KnowledgeDocument
 
@@ -129,10 +129,7 @@ def _valid_fields(title: object, body: object) -> tuple[str, str]:
 
 def get_document(tenant_id: uuid.UUID, document_id: uuid.UUID) -> Doc:
     """One document of the tenant; foreign and missing ids are both 404."""
-    found = db.session.scalar(select(Doc).where(Doc.id == document_id, Doc.tenant_id == tenant_id))
-    if found is None:
-        raise ApiError("not_found", 404)
-    return found
+    return tenant_row(Doc, tenant_id, document_id)
 
 
 def create_document(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, title: object, body: object,

@@ -12,6 +12,7 @@ from core.api import ApiError
 from core.clock import to_beijing, utcnow
 from core.db import db
 from core.queue import enqueue
+from core.web import htmx
 from desk import knowledge
 from desk.knowledge_market import ARTICLES, LICENSE, ORIGIN, find_article
 from desk.models import KnowledgeDocument
@@ -67,7 +68,7 @@ def _render_index(status: int = 200, errors: dict | None = None, form=None):
 @admin_console_required
 def index():
     """The tenant's knowledge documents, most recently changed first; the list alone for HTMX."""
-    if request.headers.get("HX-Request"):
+    if htmx:
         return render_template("desk/_knowledge_list.html", **_list_context())
     return _render_index()
 
@@ -108,7 +109,7 @@ def _render_document(doc: KnowledgeDocument, status: int = 200, **extra):
 def document(document_id: uuid.UUID):
     """One document: state, publication, validity and editor; the status region alone for HTMX."""
     doc = knowledge.get_document(current_member().tenant_id, document_id)
-    if request.headers.get("HX-Request"):
+    if htmx:
         return render_template("desk/_knowledge_status.html", **_status_context(doc))
     return _render_document(doc)
 

@@ -3,6 +3,7 @@ import uuid
 
 from flask import Blueprint, render_template, request
 
+from core.web import htmx
 from desk.conversations import (VIEWS, conversation_messages, get_conversation,
                                 list_conversations)
 from desk.sessions import current_member, workbench_required
@@ -19,7 +20,7 @@ def index():
     if view not in VIEWS:
         view = "all"
     conversations = list_conversations(member.tenant_id, member.id, view)
-    template = "desk/_conversation_list.html" if request.headers.get("HX-Request") else "desk/workbench.html"
+    template = "desk/_conversation_list.html" if htmx else "desk/workbench.html"
     return render_template(template, conversations=conversations, view=view, views=VIEWS)
 
 
@@ -30,7 +31,7 @@ def conversation(conversation_id: uuid.UUID):
     member = current_member()
     found = get_conversation(member.tenant_id, conversation_id)
     messages = conversation_messages(found)
-    if request.headers.get("HX-Request"):
+    if htmx:
         return render_template("desk/_conversation.html", conversation=found, messages=messages)
     conversations = list_conversations(member.tenant_id, member.id, "all")
     return render_template("desk/workbench.html", conversations=conversations, view="all",

@@ -10,7 +10,7 @@ from core import audit
 from core.api import ApiError
 from core.clock import utcnow
 from core.crypto import encrypt, sha256_hex
-from core.db import db
+from core.db import db, tenant_row
 from core.once import take_tenant_slot
 from core.egress import EgressRefused, check_url
 from desk.models import Tenant
@@ -90,11 +90,7 @@ def list_apps(tenant_id: uuid.UUID) -> list[OpenApp]:
 
 def get_app(tenant_id: uuid.UUID, app_id: uuid.UUID, lock: bool = False) -> OpenApp:
     """One application of the tenant (404 otherwise); `lock` takes its row lock."""
-    query = select(OpenApp).where(OpenApp.id == app_id, OpenApp.tenant_id == tenant_id)
-    found = db.session.scalar(query.with_for_update() if lock else query)
-    if found is None:
-        raise ApiError("not_found", 404)
-    return found
+    return tenant_row(OpenApp, tenant_id, app_id, lock=lock)
 
 
 def revoke(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, app_id: uuid.UUID) -> OpenApp:

@@ -3,9 +3,8 @@ import uuid
 
 from sqlalchemy import select
 
-from core.api import ApiError
 from core.clock import iso
-from core.db import db
+from core.db import db, tenant_row
 from desk.models import Customer
 from openapi.keyset import PAGE_SIZE, page
 from openapi.models import OpenApp
@@ -42,8 +41,4 @@ def list_customers(app: OpenApp, after: uuid.UUID | None) -> dict:
 
 def get_customer(app: OpenApp, customer_id: uuid.UUID) -> dict:
     """One customer of the application's tenant (404 for any other)."""
-    found = db.session.scalar(select(Customer).where(Customer.id == customer_id,
-                                                     Customer.tenant_id == app.tenant_id))
-    if found is None:
-        raise ApiError("not_found", 404)
-    return customer_json(found, app.scopes)
+    return customer_json(tenant_row(Customer, app.tenant_id, customer_id), app.scopes)

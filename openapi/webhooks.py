@@ -10,6 +10,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -18,6 +19,7 @@ from rq import Retry
 from sqlalchemy import select, update
 
 from core.clock import iso, utcnow
+from core.config import require_shorter
 from core.crypto import decrypt, hmac_sha256_hex
 from core.db import db
 from core.egress import EgressFailed, EgressRefused, post
@@ -52,6 +54,15 @@ def add_record_event(app: OpenApp, record: OpenRecord) -> WebhookEvent:
 def _lease() -> timedelta:
     """How long an attempt may be in flight before the sweeper treats it as interrupted."""
     return timedelta(seconds=current_app.config["WEBHOOK_LEASE_SECONDS"])
+
+
+def check_timing(cfg: Mapping) -> None:
+    """An attempt ends before its job's timeout, which ends before the sweeper's lease."""
+    require_shorter(("openapi.webhooks.ATTEMPT_SECONDS", ATTEMPT_SECONDS), ("openapi.webhooks.JOB_SECONDS", JOB_SECONDS),
+                    "RQ would kill an attempt still waiting for the receiver")
+    require_shorter(("openapi.webhooks.JOB_SECONDS", JOB_SECONDS),
+                    ("WEBHOOK_LEASE_SECONDS", cfg["WEBHOOK_LEASE_SECONDS"]),
+                    "the sweeper would deliver again an event whose attempt is still running")
 
 
 def retry_intervals() -> list[int]:
