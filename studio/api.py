@@ -10,7 +10,8 @@ from core.guards import console_json_body, only_properties
 from core.web import answer_unreachable_stores, close_when_off
 from desk.sessions import admin_console_required, current_member
 from studio import apps, generation, knowledge_ref, records
-from studio.catalog import CAPABILITY_VERSION, CATALOG, LIMITS, PUBLISH_PERMISSIONS, console_overview
+from core.capabilities import CAPABILITY_VERSION, CATALOG
+from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, console_overview
 from studio.charts import chart_summaries
 from studio.serialize import app_json, record_json, version_json
 
@@ -72,9 +73,7 @@ def generate():
     the wait, else 202 with the generation to poll; 422 for an unsupported requirement."""
     body = _body(("prompt", "extension_id", "knowledge_document_ids", "knowledge_confirmed"), ("prompt",))
     tenant_id = current_member().tenant_id
-    started = generation.start(tenant_id, current_user.id, generation.parse_request(body))
-    db.session.commit()
-    generation.enqueue_job(started.id)
+    started = generation.submit(tenant_id, current_user.id, body)
     return _generation_answer(tenant_id, started.id, current_app.config["GENERATION_WAIT_SECONDS"])
 
 

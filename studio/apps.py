@@ -6,11 +6,12 @@ from sqlalchemy import select, update
 from core import audit
 from core.api import ApiError
 from core.clock import utcnow
-from core.db import db
+from core.db import db, tenant_row
 from core.once import take_tenant_slot
+from core.validation import canonical_hash
 from desk.models import User
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS
-from studio.definition import definition_hash, validate_definition
+from studio.definition import validate_definition
 from studio.engine import run_rules
 from studio.scripting.client import run_code
 from studio.models import StudioApp, StudioTenantUsage, StudioVersion
@@ -25,11 +26,7 @@ def list_apps(tenant_id: uuid.UUID) -> list[StudioApp]:
 
 def get_app(tenant_id: uuid.UUID, app_id: uuid.UUID) -> StudioApp:
     """One application of the tenant; foreign and missing ids are both 404."""
-    found = db.session.scalar(select(StudioApp).where(StudioApp.id == app_id,
-                                                      StudioApp.tenant_id == tenant_id))
-    if found is None:
-        raise ApiError("not_found", 404)
-    return found
+    return tenant_row(StudioApp, tenant_id, app_id)
 
 
 def _possible_version(number: int) -> bool:
@@ -89,7 +86,7 @@ def _save_version(found: StudioApp, definition: dict, actor_id: uuid.UUID | None
     number = _next_version_number(found)
     found.name = definition["name"]
     version = StudioVersion(tenant_id=found.tenant_id, app_id=found.id, version=number,
-                            definition=definition, definition_hash=definition_hash(definition),
+                            definition=definition, definition_hash=canonical_hash(definition),
                             created_by=actor_id)
     db.session.add(version)
     db.session.flush()

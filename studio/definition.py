@@ -1,49 +1,23 @@
-"""The definition of a studio application: its one validator, its hash and its capability manifest.
+"""The definition of a studio application: its one validator and its capability manifest.
 
 Every path that saves a definition (console editor, starter, templates, generation) calls
-`validate_definition`, which returns the normalized definition or raises
-`ApiError(code, 400, detail=<JSON path of the first problem>)`.
-
-Decisions (where the spec leaves room):
-- Paths look like `name`, `page.title`, `fields[2].options`, `workflow.rules[0].when.value`; a problem
-  with the whole document (not an object, over 24,000 bytes) has the path `$`.
-- Codes: `required_field_missing` only for an absent required property; everything else, a null
-  required property included, is `invalid_definition`.
-- "First problem": objects are checked as not-an-object, then unknown properties (in input order),
-  then missing required properties (in spec order), then each value in spec order; the definition's
-  sections follow the spec's table, so fields are valid before anything refers to them.
-- Numbers follow JSON, not Python: `1.0` is the number 1, so `schema_version: 1.0` is accepted and
-  every integral float is stored as an int (hashes match what a JavaScript client sends); a bool is
-  never a number.
-- Texts are trimmed of JavaScript's whitespace (what `String.prototype.trim` removes), then must be
-  non-empty and within their length in UTF-16 units. Single-line texts refuse every C0 control,
-  DEL and C1 control; descriptions and script source also allow tab, LF and CR. Lone surrogates
-  are refused everywhere (they cannot be stored or hashed as UTF-8).
-- Keys and enumerated values (types, operators, themes...) must match exactly; they are not trimmed.
-- Rule constants and script source are kept exactly as written (never trimmed), like submitted
-  values; text constants must still be non-blank, within the field's value length, and free of
-  control characters (newlines only in a textarea constant).
-- A select rule constant must equal one of the field's options after the options were trimmed.
-- An intent label must not contain the reserved label 无法判断 anywhere, not only as the whole text.
-- `charts: []` and `actions: []` are accepted and dropped, so they hash like a definition without
-  them; absent optional sections never appear in the output.
-- An action of one kind carrying another kind's property is refused at that property's path.
+`validate_definition`, which returns the normalized definition or raises `ApiError(code, 400,
+detail=<JSON path of the first problem>)`. Paths, codes, the order of problems, numbers, texts and
+sections: docs/decisions.md, "Definition validation details".
 """
-import hashlib
-import json
-import math
 import re
 
-from core.text import JS_WHITESPACE, MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
-from core.validation import (MISSING, check_array, check_boolean, check_choice, check_object, fail,
-                             item_at, prop_at)
-from studio.catalog import FIELD_TYPES, LIMITS, OPERATORS
+from core.labels import check_labels
+from core.text import MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
+from core.validation import (MISSING, canonical_json, check_array, check_boolean, check_choice, check_distinct,
+                             check_number, check_object, check_text, fail, item_at, prop_at)
+from core.capabilities import FIELD_TYPES, OPERATORS
+from studio.catalog import LIMITS
 from studio.engine import is_calendar_date
 
 
 KEY_RE = re.compile(r"[a-z][a-z0-9_]{0,31}", re.ASCII)  # used with fullmatch: no trailing newline
 RESERVED_KEYS = frozenset({"id", "tenant_id", "constructor", "prototype", "__proto__"})
-RESERVED_LABEL = "无法判断"
 NUMBER_MAX = LIMITS["number_abs_max"]
 GROUPABLE_TYPES = ("text", "select", "date", "checkbox")
 CAMPAIGN_TEXT_TYPES = ("text", "textarea", "select")
@@ -63,8 +37,8 @@ def validate_definition(raw: object) -> dict:
     obj = check_object(raw, "", *SHAPES["definition"])
     definition = {
         "schema_version": check_choice(obj["schema_version"], "schema_version", SCHEMA_VERSIONS),
-        "name": _text(obj["name"], "name", LIMITS["name_chars"]),
-        "description": _text(obj["description"], "description", LIMITS["description_chars"], multiline=True),
+        "name": check_text(obj["name"], "name", LIMITS["name_chars"]),
+        "description": check_text(obj["description"], "description", LIMITS["description_chars"], multiline=True),
         "page": _page(obj["page"], "page"),
         "fields": _fields(obj["fields"], "fields"),
     }
@@ -76,14 +50,9 @@ def validate_definition(raw: object) -> dict:
             section = check(obj[name], name, fields)
             if section:  # an empty charts or actions list is dropped: it hashes like none
                 definition[name] = section
-    if len(_canonical(definition)) > LIMITS["definition_bytes"]:
+    if len(canonical_json(definition)) > LIMITS["definition_bytes"]:
         fail("")
     return definition
-
-
-def definition_hash(definition: dict) -> str:
-    """SHA-256 hex of the canonical JSON (sorted keys, compact, UTF-8) of a normalized definition."""
-    return hashlib.sha256(_canonical(definition)).hexdigest()
 
 
 def capability_manifest(definition: dict) -> list[str]:
@@ -107,23 +76,7 @@ def field_map(definition: dict) -> dict[str, dict]:
     return {field["key"]: field for field in definition["fields"]}
 
 
-def _canonical(definition: dict) -> bytes:
-    """Compact UTF-8 JSON of a definition with sorted keys (what is hashed and measured)."""
-    return json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-# --- paths and generic checks -------------------------------------------------------------------
-
-def _text(value: object, path: str, limit: int, multiline: bool = False) -> str:
-    """A trimmed, non-empty text of at most `limit` UTF-16 units without control characters."""
-    if not isinstance(value, str):
-        fail(path)
-    trimmed = value.strip(JS_WHITESPACE)
-    if not trimmed or (MULTI_LINE_BAD if multiline else SINGLE_LINE_BAD).search(trimmed) \
-            or utf16_units(trimmed) > limit:
-        fail(path)
-    return trimmed
-
+# --- keys, field references and raw texts ----------------------------------------------------
 
 def _raw_text(value: object, path: str, limit: int, multiline: bool) -> str:
     """A non-blank string kept exactly as written (rule constants, script source)."""
@@ -132,17 +85,6 @@ def _raw_text(value: object, path: str, limit: int, multiline: bool) -> str:
     if (MULTI_LINE_BAD if multiline else SINGLE_LINE_BAD).search(value) or utf16_units(value) > limit:
         fail(path)
     return value
-
-
-def _number(value: object, path: str) -> int | float:
-    """A finite JSON number within ±1e12; an integral float is stored as an int."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        fail(path)
-    if isinstance(value, float) and not math.isfinite(value):
-        fail(path)
-    if abs(value) > NUMBER_MAX:  # int/float comparison is exact, even for huge ints
-        fail(path)
-    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _key(value: object, path: str) -> str:
@@ -159,40 +101,29 @@ def _field_ref(value: object, path: str, fields: dict, types: tuple = FIELD_TYPE
     return value
 
 
-def _distinct_keys(items: list, path: str, key: str = "key") -> None:
-    """Refuse the first item whose `key` repeats an earlier one."""
-    seen = set()
-    for index, item in enumerate(items):
-        if item[key] in seen:
-            fail(prop_at(item_at(path, index), key))
-        seen.add(item[key])
-
-
-def _distinct_strings(values: list, path: str) -> None:
-    """Refuse the first string that repeats an earlier one."""
-    for index, value in enumerate(values):
-        if value in values[:index]:
-            fail(item_at(path, index))
-
-
 # --- page, fields, table ------------------------------------------------------------------------
 
 def _page(value: object, path: str) -> dict:
     """The page title, description, column count and submit label."""
     obj = check_object(value, path, *SHAPES["page"])
-    return {"title": _text(obj["title"], prop_at(path, "title"), LIMITS["page_title_chars"]),
-            "description": _text(obj["description"], prop_at(path, "description"), LIMITS["description_chars"],
+    return {"title": check_text(obj["title"], prop_at(path, "title"), LIMITS["page_title_chars"]),
+            "description": check_text(obj["description"], prop_at(path, "description"), LIMITS["description_chars"],
                                  multiline=True),
             "columns": check_choice(obj["columns"], prop_at(path, "columns"), PAGE_COLUMNS),
-            "submit_label": _text(obj["submit_label"], prop_at(path, "submit_label"), LIMITS["submit_label_chars"])}
+            "submit_label": check_text(obj["submit_label"], prop_at(path, "submit_label"), LIMITS["submit_label_chars"])}
+
+
+def _keyed(value: object, path: str, low: int, high: int, check, *context) -> list[dict]:
+    """`low` to `high` objects, each checked by `check(item, path, *context)`, with unique keys."""
+    items = check_array(value, path, low, high)
+    checked = [check(item, item_at(path, index), *context) for index, item in enumerate(items)]
+    check_distinct(checked, path, by="key")
+    return checked
 
 
 def _fields(value: object, path: str) -> list[dict]:
     """1 to 12 fields with unique keys."""
-    items = check_array(value, path, 1, LIMITS["fields"])
-    fields = [_field(item, item_at(path, index)) for index, item in enumerate(items)]
-    _distinct_keys(fields, path)
-    return fields
+    return _keyed(value, path, 1, LIMITS["fields"], _field)
 
 
 def _field(value: object, path: str) -> dict:
@@ -201,7 +132,7 @@ def _field(value: object, path: str) -> dict:
     key = _key(obj["key"], prop_at(path, "key"))
     if key in RESERVED_KEYS:
         fail(prop_at(path, "key"))
-    field = {"key": key, "label": _text(obj["label"], prop_at(path, "label"), LIMITS["field_label_chars"]),
+    field = {"key": key, "label": check_text(obj["label"], prop_at(path, "label"), LIMITS["field_label_chars"]),
              "type": check_choice(obj["type"], prop_at(path, "type"), FIELD_TYPES),
              "required": check_boolean(obj["required"], prop_at(path, "required"))}
     if field["type"] == "select":
@@ -216,8 +147,8 @@ def _field(value: object, path: str) -> dict:
 def _options(value: object, path: str) -> list[str]:
     """1 to 12 distinct single-line option texts."""
     items = check_array(value, path, 1, LIMITS["select_options"])
-    options = [_text(item, item_at(path, index), LIMITS["option_chars"]) for index, item in enumerate(items)]
-    _distinct_strings(options, path)
+    options = [check_text(item, item_at(path, index), LIMITS["option_chars"]) for index, item in enumerate(items)]
+    check_distinct(options, path)
     return options
 
 
@@ -225,7 +156,7 @@ def _table_columns(value: object, path: str, fields: dict) -> list[str]:
     """1 to 12 distinct declared field keys in display order."""
     items = check_array(value, path, 1, LIMITS["table_columns"])
     columns = [_field_ref(item, item_at(path, index), fields) for index, item in enumerate(items)]
-    _distinct_strings(columns, path)
+    check_distinct(columns, path)
     return columns
 
 
@@ -244,7 +175,7 @@ def _workflow(value: object, path: str, fields: dict) -> dict:
 def _rule(value: object, path: str, fields: dict) -> dict:
     """One if-then rule: a condition on one field, a constant for another."""
     obj = check_object(value, path, *SHAPES["rule"])
-    return {"name": _text(obj["name"], prop_at(path, "name"), LIMITS["rule_name_chars"]),
+    return {"name": check_text(obj["name"], prop_at(path, "name"), LIMITS["rule_name_chars"]),
             "when": _when(obj["when"], prop_at(path, "when"), fields),
             "then": _then(obj["then"], prop_at(path, "then"), fields)}
 
@@ -275,7 +206,7 @@ def _constant(value: object, path: str, field: dict):
     if kind == "textarea":
         return _raw_text(value, path, LIMITS["textarea_value_chars"], multiline=True)
     if kind == "number":
-        return _number(value, path)
+        return check_number(value, path, -NUMBER_MAX, NUMBER_MAX)
     if kind == "date":
         return _date(value, path)
     if kind == "select":
@@ -294,17 +225,14 @@ def _date(value: object, path: str) -> str:
 
 def _charts(value: object, path: str, fields: dict) -> list[dict]:
     """At most 3 charts with unique keys."""
-    items = check_array(value, path, 0, LIMITS["charts"])
-    charts = [_chart(item, item_at(path, index), fields) for index, item in enumerate(items)]
-    _distinct_keys(charts, path)
-    return charts
+    return _keyed(value, path, 0, LIMITS["charts"], _chart, fields)
 
 
 def _chart(value: object, path: str, fields: dict) -> dict:
     """A bar or date line chart: count, or sum/average of a number field."""
     obj = check_object(value, path, *SHAPES["chart"])
     chart = {"key": _key(obj["key"], prop_at(path, "key")),
-             "title": _text(obj["title"], prop_at(path, "title"), LIMITS["chart_title_chars"]),
+             "title": check_text(obj["title"], prop_at(path, "title"), LIMITS["chart_title_chars"]),
              "type": check_choice(obj["type"], prop_at(path, "type"), CHART_TYPES)}
     group_types = ("date",) if chart["type"] == "line" else GROUPABLE_TYPES
     chart["group_by"] = _field_ref(obj["group_by"], prop_at(path, "group_by"), fields, group_types)
@@ -344,7 +272,7 @@ def _workbench(value: object, path: str, fields: dict) -> dict:
         fail(path)
     settings = {}
     if "title" in obj:
-        settings["title"] = _text(obj["title"], prop_at(path, "title"), LIMITS["workbench_title_chars"])
+        settings["title"] = check_text(obj["title"], prop_at(path, "title"), LIMITS["workbench_title_chars"])
     for name, choices in WORKBENCH_CHOICES.items():
         if name in obj:
             settings[name] = check_choice(obj[name], prop_at(path, name), choices)
@@ -354,30 +282,20 @@ def _workbench(value: object, path: str, fields: dict) -> dict:
 def _intent(value: object, path: str, fields: dict) -> dict:
     """1 to 10 unique classification labels, none containing the reserved 'cannot tell' label."""
     obj = check_object(value, path, *SHAPES["intent"])
-    labels_path = prop_at(path, "labels")
-    items = check_array(obj["labels"], labels_path, 1, LIMITS["intent_labels"])
-    labels = [_text(item, item_at(labels_path, index), LIMITS["intent_label_chars"])
-              for index, item in enumerate(items)]
-    for index, label in enumerate(labels):
-        if RESERVED_LABEL in label:
-            fail(item_at(labels_path, index))
-    _distinct_strings(labels, labels_path)
-    return {"labels": labels}
+    return {"labels": check_labels(obj["labels"], prop_at(path, "labels"), LIMITS["intent_labels"],
+                                   LIMITS["intent_label_chars"])}
 
 
 def _actions(value: object, path: str, fields: dict) -> list[dict]:
     """At most 2 record actions with unique keys."""
-    items = check_array(value, path, 0, LIMITS["actions"])
-    actions = [_action(item, item_at(path, index), fields) for index, item in enumerate(items)]
-    _distinct_keys(actions, path)
-    return actions
+    return _keyed(value, path, 0, LIMITS["actions"], _action, fields)
 
 
 def _action(value: object, path: str, fields: dict) -> dict:
     """An http action (chosen fields) or a campaign draft action (name, content, audience tag)."""
     obj = check_object(value, path, *SHAPES["action"])
     action = {"key": _key(obj["key"], prop_at(path, "key")),
-              "title": _text(obj["title"], prop_at(path, "title"), LIMITS["action_title_chars"]),
+              "title": check_text(obj["title"], prop_at(path, "title"), LIMITS["action_title_chars"]),
               "kind": check_choice(obj["kind"], prop_at(path, "kind"), tuple(ACTION_CAPABILITIES))}
     if action["kind"] == "http":
         return {**action, **_http_action(obj, path, fields)}
@@ -394,7 +312,7 @@ def _http_action(obj: dict, path: str, fields: dict) -> dict:
         fail(fields_path, MISSING)
     items = check_array(obj["fields"], fields_path, 1, LIMITS["fields"])
     keys = [_field_ref(item, item_at(fields_path, index), fields) for index, item in enumerate(items)]
-    _distinct_strings(keys, fields_path)
+    check_distinct(keys, fields_path)
     return {"fields": keys}
 
 

@@ -1,22 +1,8 @@
 """The rule engine: validate one submission against a definition, then apply its workflow rules.
 
-Pure functions, no I/O; the definition is already validated and normalized by the caller.
-
-Decisions:
-- Missing, null or "" means "not provided": on a required field it is `required_field_missing`,
-  on an optional field the key is left out of the clean data.
-- Whitespace is what JavaScript's trim() removes. A whitespace-only string counts as empty on a required field (`required_field_missing`); on an
-  optional field it is `invalid_json` ("a whitespace-only string is not valid non-empty text").
-- A required checkbox must be sent (the form always sends false); `false` satisfies it.
-- Submitted strings are stored exactly as sent (never trimmed), so what rules and the ledger see is
-  what the client typed, and the idempotency digest covers the same bytes.
-- Lengths count UTF-16 code units like JavaScript; a string with a lone surrogate is refused.
-- Text refuses control characters (NUL included, which PostgreSQL's JSONB cannot store) like
-  definition texts: single-line text also refuses line breaks and U+2028/U+2029.
-- Unknown keys are reported before field errors; fields are checked in definition order.
-- Rule conditions compare strictly: bool and number are different types, strings never convert.
-- Every operator, not_equals included, fails to match when its field is absent from the snapshot.
-- The rule result keeps the definition's field order, whatever order the input or rules used.
+Pure functions, no I/O; the definition is already validated and normalized by the caller. What
+counts as missing, empty or invalid, and how conditions compare: docs/decisions.md, "Submissions
+and the rule engine".
 """
 import datetime
 import math

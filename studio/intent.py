@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 from core import audit
 from core.api import ApiError
 from core.db import db, end_reads
-from core.labels import LABEL_SCHEMA, labelled_prompt, read_label
+from core.labels import LABEL_SCHEMA, RESERVED_LABEL, labelled_prompt, read_label
 from core.masking import mask
 from core.model import complete_json
 from desk.conversations import get_conversation
@@ -15,7 +15,6 @@ from desk.models import Message
 from desk.points import record_use
 from studio.apps import get_app, get_version
 from studio.catalog import LIMITS
-from studio.definition import RESERVED_LABEL
 
 UNDETERMINED = RESERVED_LABEL  # "无法判断"
 CONFIDENCE_FLOOR = 0.6

@@ -94,7 +94,8 @@ class StudioGeneration(UUIDPrimaryKey, Base):
     status: Mapped[str] = mapped_column(String(20), default="queued")
     error_code: Mapped[str | None] = mapped_column(String(60))
     unsupported: Mapped[dict | None] = mapped_column(JSON)  # the 422 lists of an unsupported result
-    rule_draft: Mapped[dict | None] = mapped_column(JSON)  # an automation_preview draft (never saved as a rule)
+    draft_kind: Mapped[str | None] = mapped_column(String(40))  # a registered draft kind (studio.draft_kinds)
+    preview_draft: Mapped[dict | None] = mapped_column(JSON)  # its definition (answered, never saved)
     version: Mapped[int | None]  # the draft version created
     input_tokens: Mapped[int | None]
     output_tokens: Mapped[int | None]

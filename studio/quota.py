@@ -21,7 +21,7 @@ from studio.catalog import LIMITS
 
 log = logging.getLogger(__name__)
 
-GENERATION_LEASE_SECONDS = 180  # longer than a generation job may run (studio.generation.job_timeout)
+GENERATION_LEASE_SECONDS = 180  # longer than a generation job may run: studio.generation.check_timing
 BUSY_RETRY_SECONDS = 5  # slots free when generations end, which no clock predicts
 MINUTE_SECONDS = 60
 DAY_SECONDS = 86_400

@@ -5,18 +5,26 @@ import uuid
 from sqlalchemy import select, update
 
 from core.api import ApiError
+from core.config import require_shorter
 from core.db import db, end_reads
 from core.once import CreateOnce, digest, take_slot
 from core.redis import get_redis
 from studio.apps import get_version
 from studio.catalog import LIMITS
 from studio.engine import run_rules
-from studio.scripting.client import run_code, script_error
+from studio.scripting.client import TASK_SECONDS, run_code, script_error
 from studio.models import StudioApp, StudioRecord
 
-RESERVATION_SECONDS = 10  # longer than a script task (2 s) plus the write
+RESERVATION_SECONDS = 10  # longer than a script task plus the write: check_timing
 RESERVATION_POLL_SECONDS = 0.05
 RECORDS = CreateOnce(StudioRecord, ("app_id", "idempotency_key"), "input_digest")
+
+
+def check_timing() -> None:
+    """A submission's key reservation outlasts the script task it covers (and the write after it)."""
+    require_shorter(("a script task (studio.scripting.client.TASK_SECONDS)", TASK_SECONDS),
+                    ("studio.records.RESERVATION_SECONDS", RESERVATION_SECONDS),
+                    "a retried submission could run its script twice")
 
 
 def latest_records(found: StudioApp) -> list[StudioRecord]:

@@ -9,13 +9,13 @@ field being declared, or an operator suiting its field's type, are beyond a JSON
 """
 from functools import cache
 
-from core.schema import array, enum, shaped_object
-from rules.schema import rule_schema
-from studio.catalog import CAPABILITY_VERSION, CATALOG, FIELD_TYPES, LIMITS, OPERATORS
+from core.capabilities import CAPABILITY_VERSION, CATALOG, FIELD_TYPES, OPERATORS
+from core.schema import array, enum, label_list, shaped_object, text
+from studio.catalog import LIMITS
 from studio.definition import (ACTION_CAPABILITIES, AUDIENCE_TAG_TYPES, CAMPAIGN_TEXT_TYPES, CHART_METRICS,
-                               CHART_TYPES, CODE_LANGUAGES, GROUPABLE_TYPES, KEY_RE, NUMBER_MAX,
-                               PAGE_COLUMNS, RESERVED_KEYS, RESERVED_LABEL, SCHEMA_VERSIONS, SHAPES,
-                               TRIGGERS, WORKBENCH_CHOICES)
+                               CHART_TYPES, CODE_LANGUAGES, GROUPABLE_TYPES, KEY_RE, NUMBER_MAX, PAGE_COLUMNS,
+                               RESERVED_KEYS, SCHEMA_VERSIONS, SHAPES, TRIGGERS, WORKBENCH_CHOICES)
+from studio.draft_kinds import DraftKind
 
 UNSUPPORTED_LIST_ITEMS = 20  # entries in each list of an unsupported answer
 UNSUPPORTED_ITEM_CHARS = 120
@@ -28,8 +28,7 @@ def _shape(shape: str, properties: dict, description: str | None = None) -> dict
 
 def _text(limit: str, multiline: bool = False) -> dict:
     """A trimmed, non-empty text of at most LIMITS[limit] characters."""
-    lines = "may span lines" if multiline else "one line, no control characters"
-    return {"type": "string", "minLength": 1, "maxLength": LIMITS[limit], "description": lines}
+    return text(LIMITS[limit], multiline=multiline)
 
 
 def _key() -> dict:
@@ -74,8 +73,7 @@ def _sections() -> dict:
     workbench = _shape("workbench", {"title": _text("workbench_title_chars"),
                                       **{name: enum(choices) for name, choices in WORKBENCH_CHOICES.items()}},
                         "at least one property")
-    label = {**_text("intent_label_chars"), "not": {"pattern": RESERVED_LABEL}}
-    intent = _shape("intent", {"labels": array(label, 1, LIMITS["intent_labels"])})
+    intent = _shape("intent", {"labels": label_list(LIMITS["intent_labels"], LIMITS["intent_label_chars"])})
     action = _shape("action", {
         "key": _key(), "title": _text("action_title_chars"), "kind": enum(tuple(ACTION_CAPABILITIES)),
         "fields": array(_field_ref(), 1, LIMITS["fields"]),
@@ -109,21 +107,20 @@ def _strings() -> dict:
     return array({"type": "string", "minLength": 1, "maxLength": UNSUPPORTED_ITEM_CHARS}, 0, UNSUPPORTED_LIST_ITEMS)
 
 
-@cache
-def answer_schema() -> dict:
-    """The one JSON object the generator asks the model for: an app draft, a routing-rule preview
-    draft (its definition as the rules' validator describes it) or an unsupported result."""
+def _draft(kind: str, definition: dict) -> dict:
+    """A draft answer of one kind: its declared capabilities and its definition."""
     capability_ids = tuple(entry["id"] for entry in CATALOG)
-    app = {"type": "object", "additionalProperties": False,
-           "required": ["capability_version", "kind", "required_capabilities", "definition"],
-           "properties": {"capability_version": {"const": CAPABILITY_VERSION}, "kind": {"const": "app"},
-                          "required_capabilities": array(enum(capability_ids), 1, len(capability_ids)),
-                          "definition": definition_schema()}}
-    rule = {"type": "object", "additionalProperties": False,
+    return {"type": "object", "additionalProperties": False,
             "required": ["capability_version", "kind", "required_capabilities", "definition"],
-            "properties": {"capability_version": {"const": CAPABILITY_VERSION}, "kind": {"const": "automation_preview"},
+            "properties": {"capability_version": {"const": CAPABILITY_VERSION}, "kind": {"const": kind},
                            "required_capabilities": array(enum(capability_ids), 1, len(capability_ids)),
-                           "definition": rule_schema()}}
+                           "definition": definition}}
+
+
+@cache
+def answer_schema(kinds: tuple[DraftKind, ...] = ()) -> dict:
+    """The one JSON object the generator asks the model for: an app draft, a draft of a registered
+    kind (its definition as that kind's validator describes it) or an unsupported result."""
     unsupported = {"type": "object", "additionalProperties": False,
                    "required": ["capability_version", "kind", "unsupported_capabilities", "missing_capabilities",
                                 "missing_labels"],
@@ -131,4 +128,5 @@ def answer_schema() -> dict:
                                   "kind": {"const": "unsupported"},
                                   "unsupported_capabilities": _strings(), "missing_capabilities": _strings(),
                                   "missing_labels": _strings()}}
-    return {"type": "object", "anyOf": [app, rule, unsupported]}
+    return {"type": "object", "anyOf": [_draft("app", definition_schema()),
+                                        *(_draft(kind.name, kind.schema()) for kind in kinds), unsupported]}

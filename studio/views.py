@@ -1,4 +1,5 @@
-"""Studio console pages (HTMX): app list, app page, versions, simulation, publishing, ledger, charts."""
+"""Studio console pages (HTMX): the application list, the template market, an application's page
+(versions, editor, simulation, publishing, the ledger and charts) and AI drafts."""
 import json
 import uuid
 
@@ -7,9 +8,9 @@ from flask_login import current_user
 
 from core.api import ApiError, parse_uuid
 from core.db import db
-from core.web import close_when_off
-from desk.sessions import admin_console_required, current_member
 from core.model import model_state
+from core.web import close_when_off, htmx, redirect_to
+from desk.sessions import admin_console_required, current_member
 from desk.models import Tenant
 from studio import apps, generation, knowledge_ref, quota, records
 from studio.charts import chart_summaries
@@ -206,7 +207,7 @@ def _generate_form(status: int = 200, error: str | None = None, values: dict | N
     """The generate page: requirement, target application, knowledge selector, consent, quota."""
     member = current_member()
     tenant = db.session.get(Tenant, member.tenant_id)
-    page = "studio/_generate_form.html" if request.headers.get("HX-Request") else "studio/generate.html"
+    page = "studio/_generate_form.html" if htmx else "studio/generate.html"
     return render_template(
         page, apps=apps.list_apps(member.tenant_id), model=model_state(), error=error, values=values or {},
         limits=LIMITS, quota=quota.quota_state(member.tenant_id, tenant.ai_points_enabled)), status
@@ -236,12 +237,9 @@ def generate():
             "knowledge_document_ids": form.getlist("knowledge_document_ids"),
             "knowledge_confirmed": form.get("knowledge_confirmed") == "on"}
     try:
-        started = generation.start(current_member().tenant_id, current_user.id, generation.parse_request(body))
+        started = generation.submit(current_member().tenant_id, current_user.id, body)
     except ApiError as err:
-        db.session.rollback()
         return _generate_form(422, err.code, body)
-    db.session.commit()
-    generation.enqueue_job(started.id)
     return render_template("studio/_generation.html", generation=started)
 
 
@@ -249,16 +247,13 @@ def generate():
 @admin_console_required
 def generation_progress(generation_id: uuid.UUID):
     """The progress partial while the job runs; the draft's page once saved; why not otherwise."""
-    found = generation.find(current_member().tenant_id, generation_id)
     try:
-        data, status = generation.answer(found)
+        found, data, status = generation.outcome(current_member().tenant_id, generation_id)
     except ApiError as err:
-        return render_template("studio/_generation.html", generation=found, error=err)
+        return render_template("studio/_generation.html", error=err)
     if status in (200, 202):  # a routing-rule preview draft is shown, never saved; or still running
-        return render_template("studio/_generation.html", generation=found, rule_draft=data.get("definition"))
+        return render_template("studio/_generation.html", generation=found, preview_draft=data.get("definition"))
     flash(f"Draft — simulate and review before publishing. Version {data['version']} was generated from your "
           "requirement; nothing is published.", "draft")
     target = url_for("studio.app_page", app_id=found.app_id, version=data["version"])
-    if request.headers.get("HX-Request"):
-        return "", 200, {"HX-Redirect": target}  # a full page load, which shows the banner
-    return redirect(target)
+    return redirect_to(target)  # a full page load, which shows the banner

@@ -1,18 +1,9 @@
 """The script sandbox process: evaluates administrator JavaScript, never inside a web process.
 
-The runner starts this file as `python -I studio/scripting/sandbox.py <empty dir>` with an empty
-environment. It imports only the standard library and quickjs and nothing of the project; as root
-it then chroots into the empty directory and drops to `nobody`, so no project file, secret,
-database or Redis is reachable. It answers one JSON line on stdout for each JSON request line
-(`{"source", "input"}`) on stdin, forking a fresh child with OS limits for every request.
-
-Inside the child each execution gets a fresh QuickJS context (16 MiB heap, 500 ms interrupt)
-holding only ECMAScript built-ins: the binding's one host function is deleted before the script
-runs. The script is compiled with `new Function("input", source)`, so it is exactly a function
-body; its result must be a plain object of JSON scalars. QuickJS polls its interrupt only between
-bytecode instructions, so native work (a catastrophic regular expression, a join over a huge
-array) runs on past it: the child is killed once the wall clock passes the same 500 ms plus a small
-margin.
+Started by the runner as `python -I studio/scripting/sandbox.py <empty dir>` with an empty
+environment, it imports nothing of the project, chroots and drops to `nobody` when root, and
+answers one JSON line per request line, each in a forked, resource-limited child with a fresh
+QuickJS context. Limits and isolation: docs/decisions.md, "Restricted scripts".
 """
 import json
 import math
