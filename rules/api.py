@@ -11,10 +11,10 @@ from flask_login import current_user
 from core.api import ApiError, ok
 from core.db import db
 from core.guards import console_json_body
-from core.queue import DEFAULT, enqueue
+from core.queue import commit_then_enqueue
 from core.web import answer_unreachable_stores, close_when_off
 from desk.sessions import admin_console_required, current_member
-from rules import execution, plans, preview, service
+from rules import execution, plans, preview, runs, service
 from rules.catalog import LIMITS
 
 bp = Blueprint("rules_api", __name__, url_prefix="/api/extensions")
@@ -86,17 +86,15 @@ def pause_rule(rule_id: uuid.UUID):
 def plan_rule(rule_id: uuid.UUID):
     """Queue a read-only plan of the published rule (202): committed, then its job enqueued."""
     run = plans.request_plan(current_member().tenant_id, current_user.id, rule_id, _body())
-    db.session.commit()
-    enqueue("jobs.tasks.plan_rule", str(run.id), queue_name=DEFAULT, job_id=f"rule-plan-{run.id}",
-            job_timeout=plans.JOB_TIMEOUT)
-    return ok(plans.run_json(run), 202)
+    commit_then_enqueue(plans.plan_job(run.id))
+    return ok(runs.run_json(run), 202)
 
 
 @bp.get("/<uuid:rule_id>/rule-runs")
 @admin_console_required
 def rule_runs(rule_id: uuid.UUID):
     """The rule's latest 30 runs with their per-conversation results."""
-    return ok(plans.rule_runs(current_member().tenant_id, rule_id))
+    return ok(runs.rule_runs(current_member().tenant_id, rule_id))
 
 
 @bp.post("/<uuid:run_id>/execute-plan")

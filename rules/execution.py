@@ -10,7 +10,7 @@ which compares the plan's snapshot, reassigns and records the receipt in one tra
 never writes a desk table itself.
 """
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from flask import current_app
 from sqlalchemy import literal, select, update
@@ -18,7 +18,7 @@ from sqlalchemy import literal, select, update
 from core import audit
 from core.api import ApiError
 from core.clock import iso, utcnow
-from core.db import db
+from core.db import db, tenant_row
 from core.guards import only_properties
 from core.queue import enqueue
 from desk import conversations
@@ -43,11 +43,7 @@ def command_key(run_id: uuid.UUID) -> str:
 
 def _run(tenant_id: uuid.UUID, run_id: uuid.UUID) -> AutomationRun:
     """One run of the tenant; foreign and missing ids are both 404."""
-    found = db.session.scalar(select(AutomationRun).where(AutomationRun.id == run_id,
-                                                          AutomationRun.tenant_id == tenant_id))
-    if found is None:
-        raise ApiError("not_found", 404)
-    return found
+    return tenant_row(AutomationRun, tenant_id, run_id)
 
 
 def _switches_on() -> None:
@@ -58,11 +54,21 @@ def _switches_on() -> None:
         raise ApiError("execution_disabled", 503)
 
 
+def fresh(run, now: datetime) -> bool:
+    """Whether the run's plan finished recently enough to be executed (EXECUTABLE_FOR)."""
+    return run.finished_at is not None and now - run.finished_at <= EXECUTABLE_FOR
+
+
+def execution_started(run) -> bool:
+    """Whether the run's commands were queued: approved once, or decided `queued` by the scheduler."""
+    return run.execution_requested_at is not None or run.schedule_execution_state == "queued"
+
+
 def _executable(run: AutomationRun) -> list[AutomationRunItem]:
     """The planned items of a complete run, at most 5 minutes old, every one with its snapshot."""
     if run.status != "complete":
         raise ApiError("plan_not_executable", 409, detail=run.status)
-    if run.finished_at is None or utcnow() - run.finished_at > EXECUTABLE_FOR:
+    if not fresh(run, utcnow()):
         raise ApiError("plan_expired", 409)
     items = list(db.session.scalars(select(AutomationRunItem).where(
         AutomationRunItem.run_id == run.id, AutomationRunItem.planned.is_(True))))
@@ -226,8 +232,12 @@ def finish_if_final(tenant_id: uuid.UUID, run_id: uuid.UUID) -> bool:
 def execution_status(tenant_id: uuid.UUID, run_id: uuid.UUID) -> dict:
     """The run's command receipts: `final` once every command reached a final state."""
     run = _run(tenant_id, run_id)
-    receipts = conversations.receipts(tenant_id, command_key(run.id))
-    return {"run_id": str(run.id), "final": all(r.status in FINAL for r in receipts),
+    return status_json(run.id, conversations.receipts(tenant_id, command_key(run.id)))
+
+
+def status_json(run_id: uuid.UUID, receipts: list) -> dict:
+    """A run's execution status from its receipts."""
+    return {"run_id": str(run_id), "final": all(r.status in FINAL for r in receipts),
             "receipts": [{"conversation_id": str(r.conversation_id), "target_member_id": str(r.target_member_id),
                           "status": r.status, "reason": r.reason, "updated_at": iso(r.updated_at)}
                          for r in receipts]}

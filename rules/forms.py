@@ -7,12 +7,13 @@ from datetime import datetime
 from werkzeug.datastructures import MultiDict
 
 from core.clock import beijing_to_utc, to_beijing, utcnow
+from core.labels import RESERVED_LABEL
+from rules.catalog import LIMITS
+from rules import definition as rule_definition
+from rules.preview import SAMPLE_ID_CHARS, SAMPLE_STATUSES
 
-WEEKDAYS = (("1", "Mon"), ("2", "Tue"), ("3", "Wed"), ("4", "Thu"), ("5", "Fri"), ("6", "Sat"), ("7", "Sun"))
-STATUSES = ("open", "pending")
-SAMPLE_STATUSES = ("open", "pending", "resolved")  # resolved samples show that they never take part
-FILTERS = ("none", "keywords", "semantic")
-MAX_SLOT_ROWS = 7
+WEEKDAYS = tuple(zip(map(str, rule_definition.WEEKDAYS), ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")))
+MAX_SLOT_ROWS = LIMITS["slots"]
 MAX_SAMPLE_ROWS = 20  # rows typed one by one; more samples can be pasted
 # Rows read from a post at most: more than the limits, so the service names the excess itself.
 _ROW_CAP = 30
@@ -106,7 +107,8 @@ def values_to_definition(values: dict) -> dict:
     filter count, so a hidden section's leftovers never reach the rule."""
     weekly = values["trigger"] == "weekly"
     definition = {
-        "schema_version": 1, "name": values["name"], "timezone": "Asia/Shanghai", "trigger": values["trigger"],
+        "schema_version": rule_definition.SCHEMA_VERSIONS[-1], "name": values["name"],
+        "timezone": rule_definition.TIMEZONES[0], "trigger": values["trigger"],
         "slots": [{"weekdays": [_number(day, int) for day in slot["weekdays"]], "time": slot["time"].strip(),
                    "assignee_ref": _ref(slot["member"], slot["placeholder"])}
                   for slot in values["slots"]] if weekly else [],
@@ -210,22 +212,25 @@ def error_place(detail: str | None) -> str:
 
 # What an error means, in words, next to its control (the code and path are shown beside it).
 _INVALID_MESSAGES = {
-    "name": "Give the rule a name of at most 80 characters on one line.",
+    "name": f"Give the rule a name of at most {LIMITS['name_chars']} characters on one line.",
     "trigger": "Choose one of the three triggers.",
-    "slots": "A weekly rule needs 1 to 7 slots; the other triggers use no slots.",
+    "slots": f"A weekly rule needs 1 to {LIMITS['slots']} slots; the other triggers use no slots.",
     "slot": "This slot is not valid.",
     "slot.weekdays": "Tick at least one weekday; a weekday and time may occur only once across the slots.",
     "slot.time": "Enter the time as HH:mm, 00:00 to 23:59 (Beijing time).",
-    "slot.assignee_ref": "Choose an agent, or type a placeholder of at most 120 characters.",
+    "slot.assignee_ref": f"Choose an agent, or type a placeholder of at most {LIMITS['assignee_ref_chars']} "
+                         "characters.",
     "assignee_ref": "Manual and message rules need an assignee: choose an agent or type a placeholder.",
-    "keywords": "Manual and message rules need exactly one filter. Keywords: at most 10, each at most "
-                "40 characters, no repeats (case is ignored).",
+    "keywords": f"Manual and message rules need exactly one filter. Keywords: at most {LIMITS['keywords']}, "
+                f"each at most {LIMITS['keyword_chars']} characters, no repeats (case is ignored).",
     "semantic": "Use keywords or semantic labels, not both.",
-    "semantic.labels": "1 to 10 distinct labels of at most 30 characters each; 无法判断 is reserved.",
-    "semantic.min_confidence": "The confidence threshold is a number from 0.8 to 1.",
+    "semantic.labels": f"1 to {LIMITS['semantic_labels']} distinct labels of at most "
+                       f"{LIMITS['semantic_label_chars']} characters each; {RESERVED_LABEL} is reserved.",
+    "semantic.min_confidence": f"The confidence threshold is a number from {LIMITS['min_confidence_low']} to "
+                               f"{LIMITS['min_confidence_high']}.",
     "statuses": "Tick open, pending or both.",
     "overwrite_assigned": "Tick or untick the box.",
-    "max_actions": "A whole number from 1 to 100.",
+    "max_actions": f"A whole number from 1 to {LIMITS['max_actions']}.",
 }
 _CODE_MESSAGES = {
     "required_field_missing": "This is required.",
@@ -234,8 +239,8 @@ _CODE_MESSAGES = {
                                "can. Choose another agent.",
     "version_conflict": "Someone saved a newer revision of this rule meanwhile. Your changes are still in the "
                         "form; open the rule again to see theirs before saving yours.",
-    "rule_limit": "This tenant already has 20 rules, the most allowed.",
-    "revision_limit": "This rule already has 100 revisions, the most allowed.",
+    "rule_limit": f"This tenant already has {LIMITS['rules_per_tenant']} rules, the most allowed.",
+    "revision_limit": f"This rule already has {LIMITS['revisions_per_rule']} revisions, the most allowed.",
 }
 
 
@@ -248,10 +253,11 @@ def error_message(code: str, place: str) -> str:
 
 
 _SAMPLE_PATH = re.compile(r"^samples\[(\d+)\](?:\.(\w+))?$")
-_SAMPLE_FIELDS = {"id": "its id must be unique, on one line and at most 64 characters",
-                  "text": "its text may be at most 4,000 characters",
+_SAMPLE_FIELDS = {"id": f"its id must be unique, on one line and at most {SAMPLE_ID_CHARS} characters",
+                  "text": f"its text may be at most {LIMITS['sample_text_chars']:,} characters",
                   "status": "its status must be open, pending or resolved",
-                  "assignee_ref": "its current assignee must be one line of at most 120 characters"}
+                  "assignee_ref": f"its current assignee must be one line of at most {LIMITS['assignee_ref_chars']} "
+                                  "characters"}
 
 
 def preview_error_message(code: str, detail: str | None, origins: list[str]) -> str:
@@ -268,7 +274,8 @@ def preview_error_message(code: str, detail: str | None, origins: list[str]) -> 
         where = origins[index] if index < len(origins) else f"sample {index + 1}"
         return f"The {where} is not valid: {_SAMPLE_FIELDS.get(name, 'check its values')}."
     if code == "invalid_samples":
-        return "A preview takes at most 100 samples (10 for a semantic rule)."
+        return (f"A preview takes at most {LIMITS['preview_samples']} samples "
+                f"({LIMITS['semantic_preview_samples']} for a semantic rule).")
     if code.startswith("model_"):
         return "The platform's model could not classify the samples; the points of the calls it answered still count."
     return "The preview was refused."

@@ -1,27 +1,9 @@
 """Message-triggered assignment: the `message_received` subscriber (document 2, "Events").
 
-The event carries ids only. The job re-reads the message and its conversation inside the tenant
-and skips (a reason code in the log, never the text) a message that is not a public inbound one,
-is older than 5 minutes, was superseded by a later public inbound message, or whose conversation
-is no longer on the message's channel. Each published `message_received` rule whose current grant
-is `message_event` then gets one run per message (deduplicated on (rule_id, message_id)), decided
-like the preview (statuses, overwrite_assigned, the first keyword in the first 4,000 characters, or
-one masked model call metered as `semantic_routing`), its one item stored without text, and, when
-planned and still granted, one command queued under `rules.execution.command_key(run.id)` and
-applied at once through the desk's atomic adapter.
-
-Decisions (docs/decisions.md, "Message-triggered assignment"):
-- At most 100 message-event runs of a tenant are queued or running: a run is inserted `running`,
-  committed, then counted; past the limit it becomes `cancelled` with schedule_execution_state
-  `skipped` and code `message_event_limit` (concurrent twins may both yield: never above 100).
-- A planned run ends `complete`, executed, with schedule_execution_state `queued` and its receipt
-  as the outcome; a recheck that fails (grant replaced, publisher or target gone, tenant inactive)
-  ends it `complete` with state `skipped` and the code, no receipt written.
-- The snapshot is taken when the conversation is first read, before any model call: a
-  conversation changed meanwhile is `state_changed` at the adapter, never overwritten.
-- A redelivered event finds its run (dedup) and only continues a command still `pending` or
-  `sending` (the job died) through `rules.execution.execute_command`, as the stale-command sweep
-  does; nothing is decided or metered twice.
+The event carries ids only. Each rule granted `message_event` gets one run per message, decided
+like a preview (`rules.deciding`), and a planned decision one command applied at once through the
+desk's atomic adapter; `sweep` queues again the events lost between a message's commit and the
+queue. Skips, limits and outcomes: docs/decisions.md, "Message-triggered assignment".
 """
 import logging
 import uuid
@@ -33,20 +15,19 @@ from sqlalchemy import and_, func, or_, select, update
 
 from core.api import ApiError
 from core.clock import utcnow
+from core.config import CONTINUOUS_ASSIGNMENT, switches_off
 from core.db import db, end_reads, insert_unless_present
 from desk import conversations
 from desk.events import MESSAGE_RECEIVED, dispatch
 from desk.models import Channel, Conversation, Message
-from desk.points import record_use
-from rules.catalog import LIMITS
 from rules import execution
-from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision, AutomationRun, AutomationRunItem
-from rules.plans import NOT_CLASSIFIED, _normalised
-from rules.preview import Decision, Usage, _decide
+from rules.catalog import LIMITS
+from rules.deciding import NOT_CLASSIFIED, Decision, Usage, decide, normalised
+from rules.lookup import granted
+from rules.models import AutomationRule, AutomationRun, AutomationRunItem
 
 log = logging.getLogger(__name__)
 
-SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
 MAX_AGE = timedelta(minutes=5)
 TENANT_LIMIT = 100  # message-event runs queued or running per tenant
 MODE = "message_event"
@@ -59,7 +40,7 @@ SWEPT_PER_TICK = 500
 
 def on_message_received(tenant_id: str, conversation_id: str, message_id: str) -> int:
     """Run the tenant's message rules for one new public customer message; how many assigned."""
-    if not all(current_app.config[name] for name in SWITCHES):
+    if switches_off(current_app.config, CONTINUOUS_ASSIGNMENT):
         return _skip("switched_off", message_id)
     try:
         tenant, conversation_uuid, message_uuid = (uuid.UUID(tenant_id), uuid.UUID(conversation_id),
@@ -70,8 +51,8 @@ def on_message_received(tenant_id: str, conversation_id: str, message_id: str) -
     if reason:
         return _skip(reason, message_id)
     assigned = 0
-    for rule_id, grant_id, revision, definition in _rules(tenant):
-        assigned += _run_rule(tenant, rule_id, grant_id, revision, definition, seen) == "applied"
+    for rule in _rules(tenant):
+        assigned += _run_rule(tenant, rule.rule_id, rule.grant_id, rule.revision, rule.definition, seen) == "applied"
     db.session.commit()
     return assigned
 
@@ -89,18 +70,12 @@ def _read(tenant_id: uuid.UUID, conversation_id: uuid.UUID, message_id: uuid.UUI
     """What the rules need of the message and its conversation, or why the event is skipped: one
     statement reads the message (its first 4,000 characters), its conversation, whether its channel
     is live and whether a later public inbound message exists, all inside the tenant."""
-    newer = Message.__table__.alias("newer")
-    later = select(newer.c.id).where(
-        newer.c.tenant_id == tenant_id, newer.c.conversation_id == conversation_id,
-        newer.c.direction == "inbound", newer.c.kind == "public",
-        or_(newer.c.created_at > Message.created_at,
-            and_(newer.c.created_at == Message.created_at, newer.c.id > Message.id))).exists()
     live = select(Channel.id).where(Channel.id == Message.channel_id, Channel.tenant_id == tenant_id,
                                     Channel.active.is_(True)).exists()
     row = db.session.execute(select(
         Message.id, Message.direction, Message.kind, Message.channel_id, Message.created_at,
         func.substr(Message.text, 1, LIMITS["keyword_text_chars"]).label("text"),
-        later.label("superseded"), live.label("channel_live"),
+        _superseded().label("superseded"), live.label("channel_live"),
         Conversation.id.label("conversation_id"), Conversation.tenant_id, Conversation.channel_id.label("bound_to"),
         Conversation.status, Conversation.assignee_member_id, Conversation.bot_active, Conversation.updated_at)
         .join(Conversation, (Conversation.id == Message.conversation_id) & (Conversation.tenant_id == tenant_id))
@@ -126,17 +101,20 @@ def _read(tenant_id: uuid.UUID, conversation_id: uuid.UUID, message_id: uuid.UUI
                        "assignee_ref": None if assignee is None else str(assignee)}}, None
 
 
+def _superseded():
+    """EXISTS a later public inbound message in the conversation of `Message` (same tenant)."""
+    newer = Message.__table__.alias("newer")
+    return select(newer.c.id).where(
+        newer.c.tenant_id == Message.tenant_id, newer.c.conversation_id == Message.conversation_id,
+        newer.c.direction == "inbound", newer.c.kind == "public",
+        or_(newer.c.created_at > Message.created_at,
+            and_(newer.c.created_at == Message.created_at, newer.c.id > Message.id))).exists()
+
+
 def _rules(tenant_id: uuid.UUID) -> list:
-    """(rule id, grant id, revision, definition) of the tenant's published rules granted
-    `message_event`, with the definition of the grant's revision."""
-    return db.session.execute(select(
-        AutomationRule.id, AutomationGrant.id, AutomationGrant.revision, AutomationRuleRevision.definition)
-        .join(AutomationGrant, AutomationGrant.id == AutomationRule.grant_id)
-        .join(AutomationRuleRevision, (AutomationRuleRevision.rule_id == AutomationRule.id)
-              & (AutomationRuleRevision.revision == AutomationGrant.revision))
-        .where(AutomationRule.tenant_id == tenant_id, AutomationRule.state == "published",
-               AutomationGrant.tenant_id == tenant_id, AutomationGrant.revoked_at.is_(None),
-               AutomationGrant.execution_mode == MODE).order_by(AutomationRule.created_at, AutomationRule.id)).all()
+    """The tenant's published rules granted `message_event` (`rules.lookup.granted`), oldest first."""
+    return db.session.execute(granted(MODE).where(AutomationRule.tenant_id == tenant_id)
+                              .order_by(AutomationRule.created_at, AutomationRule.id)).all()
 
 
 # --- one rule -----------------------------------------------------------------------------------
@@ -161,7 +139,7 @@ def _run_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, rev
         _end(run_id, "cancelled", state="skipped", code=LIMIT_CODE)
         log.info("message_received %s rule %s skipped: %s", seen["message_id"], rule_id, LIMIT_CODE)
         return None
-    rule = _normalised(definition)
+    rule = normalised(definition)
     decision = _decision(tenant_id, run_id, rule, seen)
     run = SimpleNamespace(tenant_id=tenant_id, rule_id=rule_id, grant_id=grant_id, kind=MODE, approved_by=None)
     refusal = execution.recheck(run, uuid.UUID(decision.assignee_ref)) if decision.planned else None
@@ -198,16 +176,14 @@ def _decision(tenant_id: uuid.UUID, run_id: uuid.UUID, rule: dict, seen: dict) -
     nothing held open, and its answered tokens are metered (committed) whatever follows."""
     sample = dict(seen["sample"])
     if "semantic" not in rule:
-        return _decide(rule, sample, None, Usage())
+        return decide(rule, sample, None, Usage())
     end_reads()  # the run is committed; nothing is held while the model answers
     usage = Usage()
     try:
-        decision = _decide(rule, sample, None, usage)
+        decision = decide(rule, sample, None, usage)
     except ApiError as error:  # the model failed: nothing is assigned, the run says why
         decision = Decision(sample["id"], NOT_CLASSIFIED, detail={"error": error.code})
-    if usage.calls:
-        record_use(tenant_id, "semantic_routing", f"automation_run:{run_id}",
-                   usage.input_tokens, usage.output_tokens)
+    if usage.meter(tenant_id, "semantic_routing", f"automation_run:{run_id}"):
         db.session.commit()
     return decision
 
@@ -245,28 +221,19 @@ def sweep() -> int:
     it, gets this subscriber's job queued again under the event's own job id (a twin still
     waiting collapses; the (rule, message) dedup makes a repeat harmless). Reads only ids, through
     the conversations' activity index; returns how many jobs it queued."""
-    if not all(current_app.config[name] for name in SWITCHES):
+    if switches_off(current_app.config, CONTINUOUS_ASSIGNMENT):
         return 0
     now = utcnow()
-    newer = Message.__table__.alias("newer")
-    granted = (select(AutomationRule.id, AutomationRule.tenant_id)
-               .join(AutomationGrant, AutomationGrant.id == AutomationRule.grant_id)
-               .where(AutomationRule.state == "published", AutomationGrant.revoked_at.is_(None),
-                      AutomationGrant.tenant_id == AutomationRule.tenant_id,
-                      AutomationGrant.execution_mode == MODE).subquery())
+    rules = granted(MODE).subquery()
     lost = db.session.execute(select(Message.tenant_id, Message.conversation_id, Message.id).distinct()
         .join(Conversation, (Conversation.id == Message.conversation_id)
               & (Conversation.tenant_id == Message.tenant_id) & (Conversation.channel_id == Message.channel_id))
-        .join(granted, granted.c.tenant_id == Conversation.tenant_id)
+        .join(rules, rules.c.tenant_id == Conversation.tenant_id)
         .where(Conversation.last_activity_at >= now - MAX_AGE,
                Message.direction == "inbound", Message.kind == "public",
                Message.created_at >= now - MAX_AGE, Message.created_at <= now - LOST_AFTER,
-               ~select(newer.c.id).where(
-                   newer.c.conversation_id == Message.conversation_id, newer.c.tenant_id == Message.tenant_id,
-                   newer.c.direction == "inbound", newer.c.kind == "public",
-                   or_(newer.c.created_at > Message.created_at,
-                       and_(newer.c.created_at == Message.created_at, newer.c.id > Message.id))).exists(),
-               ~select(AutomationRun.id).where(AutomationRun.rule_id == granted.c.id,
+               ~_superseded(),
+               ~select(AutomationRun.id).where(AutomationRun.rule_id == rules.c.rule_id,
                                                AutomationRun.message_id == Message.id).exists())
         .limit(SWEPT_PER_TICK)).all()
     db.session.rollback()  # only read

@@ -1,27 +1,9 @@
-"""The 15-second scheduler of weekly rules (document 2, "Events" 5, "Limits", the scheduled-run rows).
+"""The 15-second scheduler of weekly rules (document 2, "Events" 5), a tick handler.
 
-`tick()` (a tick handler, `jobs.wiring`) does nothing unless AUTOMATION_PLANNING_ENABLED,
-AUTOMATION_SCHEDULE_EXECUTION_ENABLED and ATOMIC_ASSIGNMENT_ENABLED are all on. Each tick, in order:
-
-1. creates one `scheduled` run per published weekly rule whose current grant is `scheduled` and
-   slot start that is due (<= now, within LOOKBACK and not before the grant was made), under that
-   grant, deduplicated per rule and planned_for by the partial unique index (one
-   INSERT ... ON CONFLICT DO NOTHING naming the index's predicate, so two cron processes never
-   raise nor need a savepoint). A slot already more than 5 minutes past is created `missed`;
-2. marks `missed` (state skipped, code missed) every queued scheduled run whose planned time is
-   more than 5 minutes past: it never starts and is never replayed (a plan job claimed after that
-   finds it no longer queued and does nothing);
-3. releases the plan slots (Redis semaphores, 4 platform-wide, 1 per tenant) of runs that are no
-   longer queued or running, and renews the leases of the others; a lease (STUCK_AFTER) runs out
-   by itself when the ticks stop;
-4. decides each finished scheduled run once (a conditional UPDATE on a null
-   schedule_execution_state): complete, with snapshots, under the rule's current `scheduled` grant,
-   started at most 5 minutes after its planned time and finished at most 5 minutes ago -> `queued`
-   and its commands queued through the atomic adapter; otherwise `skipped` (partial, failed,
-   cancelled, grant_replaced, missed, no_snapshot). Audited as `automation.schedule_round`;
-5. starts queued scheduled runs while slots are free: a per-run Redis key (SET NX) makes one tick
-   the starter, it takes the tenant's and the platform's slot and queues `jobs.tasks.plan_rule`;
-   a run with no free slot stays queued for a later tick (still subject to step 2).
+Each tick, unless a switch is off: creates the scheduled runs of due slots, marks late ones
+missed, frees or renews the plan slots (Redis semaphores), decides each finished run once (its
+commands through the atomic adapter) and starts queued runs while slots are free. Safe from two
+cron processes at once. The rules of each step: docs/decisions.md, "Scheduler".
 """
 import json
 import logging
@@ -34,32 +16,48 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from core import audit
 from core.clock import iso, utcnow
+from core.config import CONTINUOUS_ASSIGNMENT, ConfigurationError, require_shorter, switches_off
 from core.db import db
 from core.limits import Semaphore
-from core.queue import DEFAULT, enqueue
 from core.redis import get_redis
-from rules import execution, plans, service
-from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision, AutomationRun, AutomationRunItem
-from rules.preview import _next_times, _slot_starts, _week_start
+from rules import execution, plans
+from rules.calendar import due_slots, next_times
+from rules.lookup import current_grant, granted
+from rules.models import AutomationRule, AutomationRun, AutomationRunItem
 
 log = logging.getLogger(__name__)
 
 LOOKBACK = timedelta(minutes=10)  # slot starts due since the last tick, even after a short outage
 LATE_AFTER = timedelta(minutes=5)  # a scheduled run starting later than this is missed
-FRESH_FOR = execution.EXECUTABLE_FOR  # a plan older than this is never executed
 PLATFORM_PLANS = 4
 TENANT_PLANS = 1
 LEASE_SECONDS = plans.STUCK_AFTER.total_seconds()  # renewed every tick while the run lives
 HELD = "rules:scheduler:held"  # set of run ids holding plan slots
 LAST_TICK = "rules:scheduler:last_tick"  # ISO time of the latest tick, for the console
 SILENT_AFTER = timedelta(minutes=1)  # no tick for this long (four missed): the console warns
-SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
 FINISHED = ("complete", "partial", "failed", "cancelled")
+
+
+def check_timing() -> None:
+    """A plan's budget ends before its job's timeout, which ends before the run counts as stuck;
+    the scheduler's slot lease is that same stuck time (renewed each tick while the run lives)."""
+    require_shorter(("rules.plans.BUDGET_SECONDS", plans.BUDGET_SECONDS), ("rules.plans.JOB_TIMEOUT", plans.JOB_TIMEOUT),
+                    "a plan job would be killed before its scan and model calls give up")
+    require_shorter(("rules.plans.JOB_TIMEOUT", plans.JOB_TIMEOUT),
+                    ("rules.plans.STUCK_AFTER", plans.STUCK_AFTER.total_seconds()),
+                    "the sweep would fail plans that are still running")
+    if LEASE_SECONDS != plans.STUCK_AFTER.total_seconds():
+        raise ConfigurationError(f"rules.scheduler.LEASE_SECONDS is {LEASE_SECONDS:g} s, but it must equal "
+                                 f"rules.plans.STUCK_AFTER ({plans.STUCK_AFTER.total_seconds():g} s): a plan slot "
+                                 "would be freed while its run may still be running, or held after it failed")
+    require_shorter(("rules.execution.COMMAND_TIMEOUT", execution.COMMAND_TIMEOUT),
+                    ("rules.execution.STALE_AFTER", execution.STALE_AFTER.total_seconds()),
+                    "the sweep would call commands still being sent uncertain")
 
 
 def enabled() -> bool:
     """Whether scheduled execution may run: planning, scheduled execution and atomic assignment on."""
-    return all(current_app.config.get(name) for name in SWITCHES)
+    return not switches_off(current_app.config, CONTINUOUS_ASSIGNMENT)
 
 
 def platform_semaphore() -> Semaphore:
@@ -93,30 +91,10 @@ def tick() -> int:
 
 # --- 1. due slots -------------------------------------------------------------------------------
 
-def due_slots(definition: dict, since: datetime, now: datetime) -> list[datetime]:
-    """The rule's slot starts in (since, now], in UTC, earliest first."""
-    found = []
-    week_start = _week_start(since)
-    for week in (0, 1, 2):
-        for start in _slot_starts(definition["slots"]):
-            moment = week_start + timedelta(weeks=week, minutes=start.minute)
-            if since < moment <= now:
-                found.append(moment.astimezone(timezone.utc))
-    return sorted(found)
-
-
 def _scheduled_rules(tenant_id: uuid.UUID | None = None) -> list:
-    """(tenant_id, rule_id, grant_id, revision, grant created_at, definition, name) of every
-    published weekly rule whose current grant is `scheduled` (of one tenant, when given)."""
-    query = (select(
-        AutomationRule.tenant_id, AutomationRule.id, AutomationGrant.id, AutomationGrant.revision,
-        AutomationGrant.created_at, AutomationRuleRevision.definition, AutomationRule.name)
-        .join(AutomationGrant, AutomationGrant.id == AutomationRule.grant_id)
-        .join(AutomationRuleRevision, (AutomationRuleRevision.rule_id == AutomationRule.id)
-              & (AutomationRuleRevision.revision == AutomationGrant.revision))
-        .where(AutomationRule.state == "published", AutomationRule.trigger == "weekly",
-               AutomationGrant.tenant_id == AutomationRule.tenant_id, AutomationGrant.revoked_at.is_(None),
-               AutomationGrant.execution_mode == "scheduled"))
+    """(tenant_id, rule_id, grant_id, revision, granted_at, definition, name) of every published
+    weekly rule whose current grant is `scheduled` (of one tenant, when given)."""
+    query = granted("scheduled").where(AutomationRule.trigger == "weekly")
     if tenant_id is not None:
         query = query.where(AutomationRule.tenant_id == tenant_id)
     return db.session.execute(query.order_by(AutomationRule.name, AutomationRule.id)).all()
@@ -140,7 +118,8 @@ def _create_due(now: datetime) -> int:
     for tenant_id, rule_id, grant_id, revision, granted_at, definition, _ in rows:
         if definition.get("trigger") != "weekly" or not definition.get("slots"):
             continue
-        for planned_for in due_slots(definition, max(now - LOOKBACK, granted_at - timedelta(microseconds=1)), now):
+        since = max(now - LOOKBACK, granted_at - timedelta(microseconds=1))
+        for planned_for in due_slots(definition["slots"], since, now):
             late = now - planned_for > LATE_AFTER
             values = {"id": uuid.uuid4(), "tenant_id": tenant_id, "rule_id": rule_id, "revision": revision,
                       "grant_id": grant_id, "kind": "scheduled", "mode": "plan_only", "executed": False,
@@ -233,14 +212,14 @@ def schedule_decision(run: AutomationRun, now: datetime) -> str:
         return "manual"
     if run.status in ("partial", "failed"):
         return run.status
-    grant = service.current_grant(run.tenant_id, run.rule_id)
+    grant = current_grant(run.tenant_id, run.rule_id)
     if grant is None or grant.id != run.grant_id or grant.execution_mode != "scheduled":
         return "grant_replaced"
     if run.status != "complete":
         return run.status  # cancelled (the planning switch went off) or missed
     if run.started_at is None or run.planned_for is None or run.started_at - run.planned_for > LATE_AFTER:
         return "missed"
-    if run.finished_at is None or now - run.finished_at > FRESH_FOR:
+    if not execution.fresh(run, now):
         return "missed"
     return "queued"
 
@@ -323,8 +302,7 @@ def _start_queued(now: datetime) -> int:
         conn.set(key, json.dumps({"tenant_id": str(tenant_id), "tenant": tenant_token,
                                   "platform": platform_token}), ex=int(LEASE_SECONDS))
         conn.sadd(HELD, str(run_id))
-        enqueue("jobs.tasks.plan_rule", str(run_id), queue_name=DEFAULT, job_id=f"rule-plan-{run_id}",
-                job_timeout=plans.JOB_TIMEOUT)
+        plans.plan_job(run_id).enqueue()
         started += 1
     return started
 
@@ -352,11 +330,11 @@ def state(tenant_id: uuid.UUID) -> dict:
     for _, rule_id, _, revision, _, definition, name in rows:
         run = latest.get(rule_id)
         rules.append({"rule_id": str(rule_id), "name": name, "revision": revision,
-                      "next_slot": _next_times(definition["slots"], now)[0],
+                      "next_slot": next_times(definition["slots"], now, 1)[0],
                       "latest_run": None if run is None else {
                           "planned_for": iso(run.planned_for), "status": run.status,
                           "schedule_execution_state": run.schedule_execution_state,
                           "schedule_execution_code": run.schedule_execution_code}})
-    return {"enabled": enabled(), "switches_off": [name for name in SWITCHES if not current_app.config.get(name)],
+    return {"enabled": enabled(), "switches_off": switches_off(current_app.config, CONTINUOUS_ASSIGNMENT),
             "last_tick": iso(last_tick), "silent": last_tick is None or now - last_tick > SILENT_AFTER,
             "rules": rules}

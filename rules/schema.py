@@ -9,9 +9,9 @@ consistency rules between properties and case-insensitive keyword repeats are de
 """
 from functools import cache
 
-from core.schema import array, enum, shaped_object
+from core.schema import array, enum, label_list, shaped_object, text
 from rules.catalog import LIMITS
-from rules.definition import (RESERVED_LABEL, SCHEMA_VERSIONS, SHAPES, STATUSES, TIME_RE, TIMEZONES, TRIGGERS,
+from rules.definition import (SCHEMA_VERSIONS, SHAPES, STATUSES, TIME_RE, TIMEZONES, TRIGGERS,
                               WEEKDAYS)
 
 CONSISTENCY = ("weekly: at least one slot and assignee_ref \"\", optionally keywords or semantic; "
@@ -27,8 +27,7 @@ def _shape(shape: str, properties: dict, description: str | None = None) -> dict
 
 def _text(limit: str, note: str = "", low: int = 1) -> dict:
     """A trimmed single-line text of at most LIMITS[limit] characters, with what else it must be."""
-    return {"type": "string", "minLength": low, "maxLength": LIMITS[limit],
-            "description": "; ".join(filter(None, ("one line, no control characters", note)))}
+    return text(LIMITS[limit], note, min_length=low)
 
 
 def _slot() -> dict:
@@ -43,9 +42,8 @@ def _slot() -> dict:
 
 def _semantic() -> dict:
     """The administrator's business intents and the confidence a match needs."""
-    label = {**_text("semantic_label_chars"), "not": {"pattern": RESERVED_LABEL}}
     return _shape("semantic", {
-        "labels": array(label, 1, LIMITS["semantic_labels"]),
+        "labels": label_list(LIMITS["semantic_labels"], LIMITS["semantic_label_chars"]),
         "min_confidence": {"type": "number", "minimum": LIMITS["min_confidence_low"],
                            "maximum": LIMITS["min_confidence_high"]}})
 

@@ -14,13 +14,16 @@ from sqlalchemy import select, update
 from core import audit
 from core.api import ApiError, parse_uuid
 from core.clock import iso, utcnow
+from core.config import AUTOMATION_SWITCHES
 from core.db import db
 from core.guards import only_properties
 from core.once import take_tenant_slot
+from core.validation import canonical_hash
 from desk.models import Member
 from rules import execution, plans
 from rules.catalog import LIMITS
-from rules.definition import assignee_refs, rule_hash, validate_rule
+from rules.definition import assignee_refs, validate_rule
+from rules.lookup import get_revision, get_rule, possible_revision
 from rules.models import (EXECUTION_MODES, AutomationGrant, AutomationRule, AutomationRuleRevision,
                           RuleTenantUsage)
 
@@ -37,11 +40,6 @@ SEMANTIC_PERMISSIONS = ("conversation.semantic_routing", "ai.points.consume")
 SINGLE_RUN_PERMISSIONS = ("conversation.assign_plan",)
 # The trigger a continuous mode needs.
 MODE_TRIGGERS = {"scheduled": "weekly", "message_event": "message_received"}
-# The overview's switch names and the configuration keys they read.
-SWITCHES = {"planning_enabled": "AUTOMATION_PLANNING_ENABLED",
-            "schedule_execution_enabled": "AUTOMATION_SCHEDULE_EXECUTION_ENABLED",
-            "execution_enabled": "AUTOMATION_EXECUTION_ENABLED",
-            "atomic_assignment_enabled": "ATOMIC_ASSIGNMENT_ENABLED"}
 SAVE_PROPERTIES = ("definition", "rule_id", "expected_revision")
 PUBLISH_PROPERTIES = ("revision", "expected_active_revision", "permissions", "confirm", "execution_mode")
 
@@ -65,33 +63,6 @@ def _revision_number(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ApiError("invalid_version", 400)
     return value
-
-
-def _possible_revision(number: int) -> bool:
-    """Whether a rule could have this revision (also keeps huge numbers out of SQL)."""
-    return number <= LIMITS["revisions_per_rule"]
-
-
-def _get_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID) -> AutomationRule:
-    """One rule of the tenant; foreign and missing ids are both 404."""
-    found = db.session.scalar(select(AutomationRule).where(AutomationRule.id == rule_id,
-                                                           AutomationRule.tenant_id == tenant_id))
-    if found is None:
-        raise ApiError("not_found", 404)
-    return found
-
-
-def _get_revision(found: AutomationRule, number: int) -> AutomationRuleRevision:
-    """One saved revision of a rule (404 when it does not exist)."""
-    row = None
-    if _possible_revision(number):
-        row = db.session.scalar(select(AutomationRuleRevision).where(
-            AutomationRuleRevision.rule_id == found.id,
-            AutomationRuleRevision.tenant_id == found.tenant_id,
-            AutomationRuleRevision.revision == number))
-    if row is None:
-        raise ApiError("not_found", 404)
-    return row
 
 
 def _assignees(definition: dict) -> list[tuple[str, uuid.UUID]]:
@@ -163,7 +134,8 @@ def overview(tenant_id: uuid.UUID) -> dict:
     return {"rules": [rule_json(r, modes) for r in rules],
             "bindable_members": [{"member_id": str(m.id), "display_name": m.display_name} for m in members],
             "permissions": permissions,
-            "switches": {name: bool(current_app.config[key]) for name, key in SWITCHES.items()}}
+            "switches": {key.removeprefix("AUTOMATION_").lower(): bool(current_app.config[key])
+                         for key in AUTOMATION_SWITCHES}}
 
 
 def _new_rule(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, definition: dict) -> AutomationRule:
@@ -179,7 +151,7 @@ def _new_rule(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, definition: dict
 def _next_revision(found: AutomationRule, expected: int, definition: dict) -> None:
     """Take the revision after `expected` with one conditional UPDATE: 409 version_conflict when
     the rule has moved on, 429 revision_limit at 100 revisions."""
-    if not _possible_revision(expected):
+    if not possible_revision(expected):
         raise ApiError("version_conflict", 409)  # no rule has a revision it cannot have
     taken = db.session.execute(update(AutomationRule).where(
         AutomationRule.id == found.id, AutomationRule.tenant_id == found.tenant_id,
@@ -211,13 +183,13 @@ def save_rule(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, body: dict) -> d
         found = _new_rule(tenant_id, actor_id, definition)
     else:
         only_properties(body, SAVE_PROPERTIES, SAVE_PROPERTIES)
-        found = _get_rule(tenant_id, parse_uuid(body["rule_id"], "invalid_rule_id"))
+        found = get_rule(tenant_id, parse_uuid(body["rule_id"], "invalid_rule_id"))
         expected = _revision_number(body["expected_revision"])
         definition = _bound_definition(tenant_id, body["definition"])
         _next_revision(found, expected, definition)
     revision = AutomationRuleRevision(
         tenant_id=tenant_id, rule_id=found.id, revision=found.latest_revision, definition=definition,
-        definition_hash=rule_hash(definition), created_by=actor_id)
+        definition_hash=canonical_hash(definition), created_by=actor_id)
     db.session.add(revision)
     db.session.flush()
     audit.record(tenant_id, actor_id, "automation.rule_saved", f"automation_rule:{found.id}",
@@ -228,7 +200,7 @@ def save_rule(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, body: dict) -> d
 
 def rule_versions(tenant_id: uuid.UUID, rule_id: uuid.UUID) -> dict:
     """A rule and its most recent revisions, newest first."""
-    found = _get_rule(tenant_id, rule_id)
+    found = get_rule(tenant_id, rule_id)
     revisions = db.session.scalars(select(AutomationRuleRevision).where(
         AutomationRuleRevision.rule_id == found.id, AutomationRuleRevision.tenant_id == tenant_id)
         .order_by(AutomationRuleRevision.revision.desc()).limit(LIMITS["versions_listed"]))
@@ -276,7 +248,7 @@ def _swap_live_revision(found: AutomationRule, expected: int | None, number: int
                         grant_id: uuid.UUID) -> None:
     """Point the rule at revision `number` and the new grant with one compare-and-swap UPDATE:
     it matches only while the live revision is `expected` and the grant is the one read."""
-    if expected is not None and not _possible_revision(expected):
+    if expected is not None and not possible_revision(expected):
         raise ApiError("version_conflict", 409)
     live = (AutomationRule.active_revision.is_(None) if expected is None
             else AutomationRule.active_revision == expected)
@@ -292,7 +264,7 @@ def _swap_live_revision(found: AutomationRule, expected: int | None, number: int
 def publish(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body: dict) -> dict:
     """Publish a revision under a fresh grant for the confirmed mode; the old grant is revoked."""
     only_properties(body, PUBLISH_PROPERTIES, ("revision", "expected_active_revision"))
-    found = _get_rule(tenant_id, rule_id)
+    found = get_rule(tenant_id, rule_id)
     _planning_enabled()
     number = _revision_number(body["revision"])
     expected = body["expected_active_revision"]
@@ -300,7 +272,7 @@ def publish(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body:
         expected = _revision_number(expected)
     if body.get("confirm") is not True:
         raise ApiError("permission_confirmation_required", 400)
-    revision = _get_revision(found, number)
+    revision = get_revision(found, number)
     mode = _execution_mode(body.get("execution_mode"), revision.definition["trigger"])
     _continuous_enabled(mode)
     permissions = required_permissions(revision.definition, mode)
@@ -325,7 +297,7 @@ def pause(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body: d
     """Pause a published rule: its grant is revoked, so commands carrying it are blocked, its
     commands not yet begun cancelled and its queued plans cancelled (409 rule_not_published for a draft or an already paused rule)."""
     only_properties(body, ())
-    found = _get_rule(tenant_id, rule_id)
+    found = get_rule(tenant_id, rule_id)
     paused = db.session.execute(update(AutomationRule).where(
         AutomationRule.id == found.id, AutomationRule.tenant_id == tenant_id,
         AutomationRule.state == "published")
@@ -340,12 +312,3 @@ def pause(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body: d
                  {"rule_id": str(found.id), "active_revision": found.active_revision,
                   "revoked_grant_ids": revoked, "commands_cancelled": cancelled})
     return rule_json(found)
-
-
-def current_grant(tenant_id: uuid.UUID, rule_id: uuid.UUID) -> AutomationGrant | None:
-    """The live grant the rule holds now; None when it is a draft, paused or missing."""
-    return db.session.scalar(select(AutomationGrant).join(
-        AutomationRule, AutomationRule.grant_id == AutomationGrant.id).where(
-        AutomationRule.id == rule_id, AutomationRule.tenant_id == tenant_id,
-        AutomationRule.state == "published", AutomationGrant.tenant_id == tenant_id,
-        AutomationGrant.revoked_at.is_(None)))

@@ -1,25 +1,26 @@
-"""Automation console pages (HTMX): rule list, rule editor with its weekly slot grid, preview on
-synthetic samples, member binding, publishing with permission confirmation, pause."""
+"""Automation console pages (HTMX): rule list with the scheduler's state, the rule editor with its
+weekly slot grid, preview on synthetic samples, member binding, publishing with permission
+confirmation, pause and AI drafts. The page's runs section is `rules.run_views`."""
 import uuid
 from datetime import datetime
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user
-from sqlalchemy import select
 
 from core.api import ApiError
-from core.clock import format_beijing, utcnow
+from core.capabilities import CAPABILITY_VERSION
+from core.clock import format_beijing
 from core.db import db
 from core.model import model_state
-from core.queue import DEFAULT, enqueue
-from core.web import close_when_off
-from desk.models import Member
+from core.web import close_when_off, htmx, redirect_to
 from desk.sessions import admin_console_required, current_member
-from rules import execution, forms, plans, preview, scheduler, service
+from rules import forms, preview, scheduler, service
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE, LIMITS
-from rules.models import EXECUTION_MODES, AutomationRun
+from rules.definition import STATUSES
+from rules.drafts import RULE_PREVIEW
+from rules.models import EXECUTION_MODES
+from rules.run_views import runs_context
 from studio import generation
-from studio.catalog import CAPABILITY_VERSION
 
 bp = Blueprint("rules", __name__)
 close_when_off(bp, "EXTENSIONS_ENABLED", "extensions_disabled")
@@ -52,11 +53,6 @@ def _members(overview: dict) -> list[dict]:
     names = [m["display_name"] for m in members]
     return [{"id": m["member_id"], "label": m["display_name"] if names.count(m["display_name"]) == 1
              else f"{m['display_name']} · {m['member_id'][:8]}"} for m in members]
-
-
-def _is_htmx() -> bool:
-    """Whether htmx asked for a partial."""
-    return bool(request.headers.get("HX-Request"))
 
 
 @bp.get("/extensions/automation")
@@ -107,7 +103,7 @@ def _render_editor(rule_id: uuid.UUID | None, values: dict | None, status: int =
     overview = service.overview(current_member().tenant_id)
     context = _rule_context(rule_id, selected) if rule_id else {"rule": None}
     if rule_id:
-        context |= _runs_context(rule_id)
+        context |= runs_context(rule_id)
     place = forms.error_place(error.detail) if error else None
     if values is None:
         values = forms.definition_to_form(context["current"]["definition"])
@@ -117,7 +113,7 @@ def _render_editor(rule_id: uuid.UUID | None, values: dict | None, status: int =
                 "paste": "", "semantic_confirmed": False, "model": model_state(),
                 "instant": extra.pop("instant", None) or forms.instant_value(),
                 "triggers": TRIGGER_LABELS, "modes": MODE_LABELS, "weekdays": forms.WEEKDAYS,
-                "statuses": forms.STATUSES, "sample_statuses": forms.SAMPLE_STATUSES, "limits": LIMITS,
+                "statuses": STATUSES, "sample_statuses": forms.SAMPLE_STATUSES, "limits": LIMITS,
                 "max_slot_rows": forms.MAX_SLOT_ROWS, "max_sample_rows": forms.MAX_SAMPLE_ROWS, **extra}
     return render_template("rules/rule.html", **context), status
 
@@ -136,7 +132,7 @@ def _ai_draft(text: str) -> dict | None:
     if not text:
         return None
     found = generation.find(current_member().tenant_id, _uuid(text))
-    return found.rule_draft if found.status == "succeeded" else None
+    return found.preview_draft if found.status == "succeeded" and found.draft_kind == RULE_PREVIEW.name else None
 
 
 @bp.get("/extensions/automation/<uuid:rule_id>")
@@ -212,7 +208,7 @@ def editor_rows():
     posted = _posted_editor()
     part = _change_rows(posted, op, int(index) if index.isdigit() else -1)
     rule_id = _rule_id(request.form.get("rule_id", ""))
-    if not _is_htmx():
+    if not htmx:
         return _render_editor(rule_id, posted.pop("values"), **posted)
     overview = service.overview(current_member().tenant_id)
     return render_template(f"rules/_{part}.html", values=posted["values"], samples=posted["samples"],
@@ -265,7 +261,7 @@ def run_preview():
         db.session.commit()  # a semantic preview writes its AI points use
         status = 200
         shown |= {"preview_result": result, "next_times": _next_times(result["next_planned_times"])}
-    if _is_htmx():
+    if htmx:
         return render_template("rules/_preview.html", **shown), status
     rule_id = _rule_id(request.form.get("rule_id", ""))
     return _render_editor(rule_id, posted.pop("values"), status, **posted, **shown)
@@ -330,13 +326,9 @@ def start_draft():
     """Ask the platform's model to draft a rule from a requirement; the partial then polls."""
     prompt = request.form.get("prompt", "")
     try:
-        started = generation.start(current_member().tenant_id, current_user.id,
-                                   generation.parse_request({"prompt": prompt}))
+        started = generation.submit(current_member().tenant_id, current_user.id, {"prompt": prompt})
     except ApiError as err:
-        db.session.rollback()
         return render_template("rules/_draft.html", draft_error=err, prompt=prompt), 422
-    db.session.commit()
-    generation.enqueue_job(started.id)
     return render_template("rules/_draft.html", generation=started)
 
 
@@ -344,197 +336,13 @@ def start_draft():
 @admin_console_required
 def draft_progress(generation_id: uuid.UUID):
     """The progress partial while the model drafts; the editor filled with the draft once done."""
-    found = generation.find(current_member().tenant_id, generation_id)
     try:
-        data, status = generation.answer(found)
+        found, data, status = generation.outcome(current_member().tenant_id, generation_id)
     except ApiError as err:
         return render_template("rules/_draft.html", draft_error=err)
     if status == 202:
         return render_template("rules/_draft.html", generation=found)
-    if data["kind"] != "automation_preview":  # the model drafted a form application instead
+    if data["kind"] != RULE_PREVIEW.name:  # the model drafted a form application instead
         return render_template("rules/_draft.html", app_draft=data)
     target = url_for("rules.new_rule", draft=found.id)
-    return ("", 200, {"HX-Redirect": target}) if _is_htmx() else redirect(target)
-
-
-# --- runs: plans on demand, their results, approving one execution and its receipts --------------
-
-RUN_STATUS_LABELS = {"queued": "Queued", "running": "Running", "complete": "Complete", "partial": "Partial",
-                     "cancelled": "Cancelled", "failed": "Failed", "missed": "Missed"}
-KIND_LABELS = {"manual": "Manual plan", "scheduled": "Scheduled", "message_event": "Message event"}
-UNFINISHED_RUNS = ("queued", "running")
-PLAN_ERRORS = {
-    "planning_disabled": "Planning is refused: it is switched off on this platform (AUTOMATION_PLANNING_ENABLED).",
-    "plan_rate_limited": "One plan per minute for this workspace: try again in {retry} seconds.",
-    "rule_not_published": "Only a published rule can be planned: publish a revision first.",
-}
-EXECUTE_ERRORS = {
-    "plan_expired": "This plan is more than 5 minutes old and can no longer be executed: plan again.",
-    "plan_not_executable": "Only a complete plan can be executed.",
-    "plan_without_snapshot": "This plan lacks the snapshots execution compares with: plan again.",
-    "execution_disabled": "Execution is refused: single-run execution is switched off on this platform "
-                          "(AUTOMATION_EXECUTION_ENABLED).",
-    "atomic_assignment_disabled": "Execution is refused: atomic assignment is not available on this platform.",
-    "permission_confirmation_required": "Tick the box to confirm the permission conversation.assign_plan.",
-}
-
-
-RETRY_ERRORS = {
-    "command_not_uncertain": "Only an uncertain command can be sent again; this one has an outcome already.",
-    "atomic_assignment_disabled": "Not sent again: atomic assignment is not available on this platform.",
-}
-
-
-def _member_names(tenant_id: uuid.UUID, ids: set[str]) -> dict[str, str]:
-    """Display names of the tenant's members with these ids (str -> name)."""
-    wanted = {uuid.UUID(text) for text in ids if text}
-    if not wanted:
-        return {}
-    rows = db.session.execute(select(Member.id, Member.display_name).where(
-        Member.tenant_id == tenant_id, Member.id.in_(wanted)))
-    return {str(row.id): row.display_name for row in rows}
-
-
-def _receipts(tenant_id: uuid.UUID, run_id: uuid.UUID, names: dict[str, str] | None = None) -> dict:
-    """The run's execution status with each receipt's target named."""
-    status = execution.execution_status(tenant_id, run_id)
-    if names is None:
-        names = _member_names(tenant_id, {r["target_member_id"] for r in status["receipts"]})
-    status["receipts"] = [{**r, "target_name": names.get(r["target_member_id"], ""),
-                           "updated": _when(r["updated_at"])} for r in status["receipts"]]
-    status["pending"] = sum(r["status"] not in execution.FINAL for r in status["receipts"])
-    return status
-
-
-def _runs_context(rule_id: uuid.UUID, message: dict | None = None) -> dict:
-    """The runs section: the rule's 30 newest runs with their results, whether one is unfinished,
-    which may be executed now and the receipts of the executed ones."""
-    tenant_id = current_member().tenant_id
-    runs = plans.rule_runs(tenant_id, rule_id)["runs"]
-    extra = {str(row.id): row for row in db.session.execute(select(
-        AutomationRun.id, AutomationRun.finished_at, AutomationRun.execution_requested_at).where(
-        AutomationRun.tenant_id == tenant_id, AutomationRun.id.in_([uuid.UUID(r["run_id"]) for r in runs])))} \
-        if runs else {}
-    names = _member_names(tenant_id, {i["target_member_id"] for r in runs for i in r["items"]})
-    now = utcnow()
-    shown = []
-    for run in runs:
-        row = extra[run["run_id"]]
-        executed = row.execution_requested_at is not None or run["schedule_execution_state"] == "queued"
-        fresh = row.finished_at is not None and now - row.finished_at <= execution.EXECUTABLE_FOR
-        shown.append({**run, "planned": _when(run["planned_for"]), "created": _when(run["created_at"]),
-                      "finished": _when(run["finished_at"]),
-                      "items": [{**i, "target_name": names.get(i["target_member_id"] or "", "")} for i in run["items"]],
-                      "executable": run["status"] == "complete" and fresh and not executed
-                      and run["planned_count"] > 0,
-                      "expired": run["status"] == "complete" and not fresh and not executed,
-                      "execution": _receipts(tenant_id, uuid.UUID(run["run_id"]), names) if executed else None})
-    return {"runs": shown, "runs_unfinished": any(r["status"] in UNFINISHED_RUNS for r in runs),
-            "runs_message": message, "run_status_labels": RUN_STATUS_LABELS, "kind_labels": KIND_LABELS,
-            "execute_permission": execution.EXECUTE_PERMISSION, "runs_rule_id": rule_id}
-
-
-def _runs_answer(rule_id: uuid.UUID, message: dict | None = None, status: int = 200):
-    """The runs partial for htmx; the rule page (with the message flashed) otherwise."""
-    if _is_htmx():
-        return render_template("rules/_runs.html", **_runs_context(rule_id, message)), status
-    if message:
-        flash(message["text"], "error" if message["error"] else "ok")
-    return redirect(url_for("rules.rule_page", rule_id=rule_id, _anchor="runs"))
-
-
-@bp.get("/extensions/automation/<uuid:rule_id>/runs")
-@admin_console_required
-def runs(rule_id: uuid.UUID):
-    """The runs section (it polls itself while a run is queued or running)."""
-    return _runs_answer(rule_id)
-
-
-@bp.post("/extensions/automation/<uuid:rule_id>/runs")
-@admin_console_required
-def plan_now(rule_id: uuid.UUID):
-    """Queue a read-only plan of the published rule: committed, then its job enqueued, as the API does."""
-    try:
-        run = plans.request_plan(current_member().tenant_id, current_user.id, rule_id, {})
-    except ApiError as err:
-        db.session.rollback()
-        if err.code == "not_found":
-            raise
-        text = PLAN_ERRORS.get(err.code, f"Planning failed: {err.code}.")
-        return _runs_answer(rule_id, {"error": True, "code": err.code,
-                                      "text": text.format(retry=err.headers.get("Retry-After", "60"))}, 422)
-    db.session.commit()
-    enqueue("jobs.tasks.plan_rule", str(run.id), queue_name=DEFAULT, job_id=f"rule-plan-{run.id}",
-            job_timeout=plans.JOB_TIMEOUT)
-    return _runs_answer(rule_id, {"error": False, "code": "queued",
-                                  "text": "A read-only plan is queued; this section updates by itself. "
-                                          "Nothing is reassigned."})
-
-
-def _rule_run(rule_id: uuid.UUID, run_id: uuid.UUID) -> None:
-    """404 unless the run is one of this tenant's runs of this rule."""
-    found = db.session.scalar(select(AutomationRun.id).where(
-        AutomationRun.id == run_id, AutomationRun.rule_id == rule_id,
-        AutomationRun.tenant_id == current_member().tenant_id))
-    if found is None:
-        raise ApiError("not_found", 404)
-
-
-@bp.post("/extensions/automation/<uuid:rule_id>/runs/<uuid:run_id>/execute")
-@admin_console_required
-def execute_run(rule_id: uuid.UUID, run_id: uuid.UUID):
-    """Approve one execution of a fresh complete plan after the administrator confirmed
-    conversation.assign_plan: committed, then one job per command queued."""
-    tenant_id = current_member().tenant_id
-    _rule_run(rule_id, run_id)
-    body = {"confirm": request.form.get("confirm") == "on",
-            "permission": request.form.get("permission", "")}
-    try:
-        data = execution.request_execution(tenant_id, current_user.id, run_id, body)
-    except ApiError as err:
-        db.session.rollback()
-        if err.code == "not_found":
-            raise
-        return _runs_answer(rule_id, {"error": True, "code": err.code, "run_id": str(run_id),
-                                      "text": EXECUTE_ERRORS.get(err.code, f"Execution failed: {err.code}.")}, 422)
-    db.session.commit()
-    execution.queue_jobs(tenant_id, run_id)
-    return _runs_answer(rule_id, {"error": False, "code": "execution_queued", "run_id": str(run_id),
-                                  "text": f"Execution approved: {data['commands']} reassignment command(s) queued. "
-                                          "Each is rechecked before it is applied; the receipts update below."})
-
-
-@bp.post("/extensions/automation/<uuid:rule_id>/runs/<uuid:run_id>/commands/<uuid:conversation_id>/retry")
-@admin_console_required
-def retry_command(rule_id: uuid.UUID, run_id: uuid.UUID, conversation_id: uuid.UUID):
-    """Send an `uncertain` command again (it never wrote); the receipts partial, polling again."""
-    tenant_id = current_member().tenant_id
-    _rule_run(rule_id, run_id)
-    try:
-        execution.retry_uncertain(tenant_id, current_user.id, run_id, conversation_id)
-    except ApiError as err:
-        db.session.rollback()
-        if err.code == "not_found":
-            raise
-        message, status = {"error": True, "text": RETRY_ERRORS.get(err.code, f"Not sent again: {err.code}.")}, 409
-    else:
-        db.session.commit()
-        execution.queue_jobs(tenant_id, run_id)
-        message, status = {"error": False, "text": "Sent again: it is rechecked and compared with the plan's "
-                                                   "snapshot before it writes."}, 200
-    if not _is_htmx():
-        flash(message["text"], "error" if message["error"] else "info")
-        return redirect(url_for("rules.rule_page", rule_id=rule_id, _anchor=f"run-{run_id}"))
-    return render_template("rules/_execution.html", execution=_receipts(tenant_id, run_id), runs_rule_id=rule_id,
-                           retry_message=message), status
-
-
-@bp.get("/extensions/automation/<uuid:rule_id>/runs/<uuid:run_id>/execution")
-@admin_console_required
-def execution_receipts(rule_id: uuid.UUID, run_id: uuid.UUID):
-    """The receipts partial of one run's execution (it polls itself until every receipt is final)."""
-    _rule_run(rule_id, run_id)
-    if not _is_htmx():
-        return redirect(url_for("rules.rule_page", rule_id=rule_id, _anchor=f"run-{run_id}"))
-    return render_template("rules/_execution.html", execution=_receipts(current_member().tenant_id, run_id),
-                           runs_rule_id=rule_id)
+    return redirect_to(target)
