@@ -1,8 +1,8 @@
-"""The application factory."""
+"""The application factory: configuration, extensions, blueprints, CLI, and the wiring that hands
+lower layers what they need from higher ones (event subscribers, AI-draft kinds)."""
 import logging
 
 from flask import Flask
-from flask_htmx import HTMX
 from flask_login import LoginManager
 from flask_migrate import Migrate
 
@@ -12,12 +12,11 @@ from core.db import db
 from core.web import init_web
 
 migrate = Migrate()
-htmx = HTMX()
 
 
 def create_app(config: dict | None = None) -> Flask:
     """Build the app from the environment; `config` overrides it (tests)."""
-    app = Flask(__name__, instance_path=str(INSTANCE_PATH))
+    app = Flask(__name__, root_path=str(PROJECT_ROOT), instance_path=str(INSTANCE_PATH))
     app.config.from_mapping(load_config(config))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     warn_about_egress_knobs(app.config)
@@ -25,22 +24,40 @@ def create_app(config: dict | None = None) -> Flask:
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"),
                      render_as_batch=True, compare_type=True)
-    htmx.init_app(app)
     _init_login(app)
     init_web(app)
     register_error_handlers(app)
     _register_blueprints(app)
     _register_cli(app)
-    _wire_events(app)
+    _wire(app)
+    _check_timing(app.config)
     return app
 
 
-def _wire_events(app: Flask) -> None:
-    """Who hears the desk's events: the one list of `jobs.wiring`, handed to the desk explicitly."""
+def _check_timing(cfg) -> None:
+    """Stop at start-up when a timing rule between durations does not hold (ConfigurationError
+    names both values): each package checks its own."""
+    from openapi import webhooks
+    from rules import scheduler
+    from studio import generation, records
+
+    generation.check_timing(cfg)
+    records.check_timing()
+    webhooks.check_timing(cfg)
+    scheduler.check_timing()
+
+
+def _wire(app: Flask) -> None:
+    """Hand the lower layers what the higher ones offer, explicitly (nothing registers on import):
+    the desk's events go to the subscribers listed in `jobs.wiring`; the studio generator also
+    drafts the rules' preview kind."""
     from desk.events import SUBSCRIBERS
     from jobs import wiring
+    from rules.drafts import RULE_PREVIEW
+    from studio.draft_kinds import DRAFT_KINDS
 
     app.extensions[SUBSCRIBERS] = wiring.subscribers
+    app.extensions[DRAFT_KINDS] = {kind.name: kind for kind in (RULE_PREVIEW,)}
 
 
 def _init_login(app: Flask) -> None:
@@ -63,13 +80,14 @@ def _register_blueprints(app: Flask) -> None:
     import openapi.api
     import openapi.views
     import rules.api
+    import rules.run_views
     import rules.views
     import studio.api
     import studio.usage_views
     import studio.views
 
     for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.api, rules.views,
-                   openapi.api, openapi.views, studio.usage_views, desk.knowledge_views):
+                   rules.run_views, openapi.api, openapi.views, studio.usage_views, desk.knowledge_views):
         app.register_blueprint(module.bp)
 
 

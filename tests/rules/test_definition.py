@@ -11,10 +11,10 @@ from core.api import ApiError, printable
 from core.text import JS_WHITESPACE
 from rules import definition as validator
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE, LIMITS
-from rules.definition import (RESERVED_LABEL, SHAPES, STATUSES, TRIGGERS, assignee_refs,
-                              rule_capabilities, rule_hash, validate_rule)
-from studio import definition as studio_definition
-from studio.catalog import CATALOG
+from core.labels import RESERVED_LABEL
+from core.validation import canonical_hash
+from rules.definition import SHAPES, STATUSES, TRIGGERS, assignee_refs, rule_capabilities, validate_rule
+from core.capabilities import CATALOG
 
 INVALID = "invalid_definition"
 MISSING = "required_field_missing"
@@ -95,8 +95,8 @@ def test_preview_example_is_valid_and_already_normalized():
     assert validate_rule(AUTOMATION_PREVIEW_EXAMPLE) == AUTOMATION_PREVIEW_EXAMPLE
 
 
-def test_the_reserved_label_is_the_studio_validators():
-    assert RESERVED_LABEL == studio_definition.RESERVED_LABEL == "无法判断"
+def test_the_reserved_label_is_the_spec_s():
+    assert RESERVED_LABEL == "无法判断"
 
 
 def test_every_capability_a_rule_can_use_is_in_the_catalog():
@@ -463,14 +463,14 @@ def test_consistency_problems_are_reported_in_table_order():
 def test_hash_is_stable_under_key_reordering():
     reordered = json.loads(json.dumps(SEMANTIC), object_pairs_hook=lambda pairs: dict(reversed(pairs)))
     assert list(reordered) != list(SEMANTIC)
-    assert rule_hash(validate_rule(reordered)) == rule_hash(validate_rule(SEMANTIC))
+    assert canonical_hash(validate_rule(reordered)) == canonical_hash(validate_rule(SEMANTIC))
 
 
 def test_hash_is_sha256_of_canonical_json_and_changes_with_content():
     canonical = json.dumps(SEMANTIC, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    assert rule_hash(SEMANTIC) == hashlib.sha256(canonical).hexdigest()
-    assert rule_hash(SEMANTIC) != rule_hash(changed(SEMANTIC, ("semantic", "min_confidence"), 0.9))
-    assert rule_hash(validate_rule(changed(WEEKLY, ("max_actions",), 20.0))) == rule_hash(WEEKLY)
+    assert canonical_hash(SEMANTIC) == hashlib.sha256(canonical).hexdigest()
+    assert canonical_hash(SEMANTIC) != canonical_hash(changed(SEMANTIC, ("semantic", "min_confidence"), 0.9))
+    assert canonical_hash(validate_rule(changed(WEEKLY, ("max_actions",), 20.0))) == canonical_hash(WEEKLY)
 
 
 def test_assignee_refs_name_every_non_empty_assignee_with_its_path():
@@ -542,7 +542,7 @@ def assert_normalization_is_idempotent(normalized: dict) -> None:
     """Re-validating a normalized rule changes nothing, its hash and capabilities included."""
     again = validate_rule(normalized)
     assert again == normalized
-    assert rule_hash(again) == rule_hash(normalized)
+    assert canonical_hash(again) == canonical_hash(normalized)
     assert rule_capabilities(again) == rule_capabilities(normalized)
     assert json.loads(json.dumps(normalized, ensure_ascii=False)) == normalized
 
@@ -665,5 +665,5 @@ def valid_rules(draw):
 def test_valid_rules_are_fixed_points_of_normalization(raw):
     normalized = validate_rule(raw)
     assert_normalization_is_idempotent(normalized)
-    assert rule_hash(validate_rule(raw)) == rule_hash(normalized)
+    assert canonical_hash(validate_rule(raw)) == canonical_hash(normalized)
     assert not any(isinstance(value, float) and value.is_integer() for _, value in _nodes(normalized))

@@ -10,7 +10,7 @@ from core.db import db
 from desk.models import AiPointsEntry, Conversation, Customer, Message
 from rules import catalog
 from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision
-from studio.catalog import CAPABILITY_VERSION
+from core.capabilities import CAPABILITY_VERSION
 
 ORIGIN = {"Origin": "http://localhost"}
 MONDAY_MIDNIGHT = "2026-11-22T16:00:00Z"  # Sunday 16:00 UTC is Monday 00:00 Beijing time

@@ -6,13 +6,13 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from rq import Queue
-from sqlalchemy import func, select, update
+from sqlalchemy import event, func, select, update
 
 from core.clock import utcnow
 from core.db import db
 from core.queue import DEFAULT
 from core.audit import AuditEntry
-from desk.conversations import mark_sending, resolve_uncertain
+from desk.conversations import mark_sending, queue_commands, resolve_uncertain, snapshot
 from desk.models import AssignmentReceipt, Conversation, Member
 from rules.execution import command_key
 from rules.models import AutomationRun
@@ -296,3 +296,36 @@ def test_a_run_of_another_rule_is_not_found_under_this_rule(admin_client, tenant
     other_rule = _form(admin_client, f"{BASE}/new", bound(*agents, name="Second rule")).headers["Location"]
     other_rule = other_rule.rsplit("/", 1)[1]
     assert admin_client.get(f"{BASE}/{other_rule}/runs/{run.id}/execution", headers=HTMX).status_code == 404
+
+
+def _executed_runs(tenant, rule_id: str, target: Member, conversations: list[Conversation]) -> None:
+    """A plan per conversation whose execution was approved, each with one pending command."""
+    for conversation in conversations:
+        run = _plan(tenant, rule_id, target, [conversation], execution_requested_at=utcnow())
+        queue_commands(tenant.id, command_key(run.id), [(conversation.id, target.id, snapshot(conversation))])
+    db.session.commit()
+
+
+def _statements(app, action) -> int:
+    """How many SQL statements `action` makes."""
+    executed = []
+    listen = lambda *args: executed.append(args[2])  # noqa: E731  (conn, cursor, statement, ...)
+    event.listen(db.engine, "before_cursor_execute", listen)
+    try:
+        action()
+    finally:
+        event.remove(db.engine, "before_cursor_execute", listen)
+    return len(executed)
+
+
+def test_the_runs_section_costs_the_same_statements_for_1_and_20_executed_runs(app, admin_client, tenant, published,
+                                                                               agents, executing):
+    first, _ = agents
+    conversations = _conversations(tenant, 20)
+    _executed_runs(tenant, published, first, conversations[:1])
+    one = _statements(app, lambda: _runs(admin_client, published))
+    _executed_runs(tenant, published, first, conversations[1:])
+    page = []
+    twenty = _statements(app, lambda: page.append(_runs(admin_client, published)))
+    assert page[0].count("receipt-pending") == 20 and page[0].count(first.display_name) >= 20
+    assert twenty == one == 6  # the session's seat, the rule, runs, items, receipts, names

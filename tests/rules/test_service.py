@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from core.audit import AuditEntry
 from core.db import db
 from desk.models import Member
-from rules import service
+from rules import lookup, service
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE
 from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision
 from tests.conftest import login, seat
@@ -263,14 +263,14 @@ def test_a_change_from_a_stale_revision_is_a_version_conflict(rules, agent, week
 
 def test_a_draft_never_replaces_the_published_revision(rules, agent, weekly):
     assert rules.publish(weekly, READ_ONLY).status_code == 200
-    granted = service.current_grant(agent.tenant_id, uuid.UUID(weekly))
+    granted = lookup.current_grant(agent.tenant_id, uuid.UUID(weekly))
     response = rules.save(weekly_rule(agent, name="Draft"), rule_id=weekly, expected_revision=1)
     assert response.status_code == 201 and response.get_json()["data"]["state"] == "published"
     rule = rules.rule(weekly)
     assert (rule["state"], rule["active_revision"], rule["latest_revision"]) == ("published", 1, 2)
     assert rule["grant_id"] == str(granted.id)
     db.session.expire_all()
-    assert service.current_grant(agent.tenant_id, uuid.UUID(weekly)).revision == 1
+    assert lookup.current_grant(agent.tenant_id, uuid.UUID(weekly)).revision == 1
 
 
 def test_a_tenant_has_at_most_20_rules(rules, agent, foreign):
@@ -312,8 +312,8 @@ def test_another_tenants_rule_is_not_found(rules, agent, foreign):
         assert error(rules.save(weekly_rule(agent), rule_id=rule_id, expected_revision=1)) == (404, "not_found", None)
         assert error(rules.publish(rule_id, READ_ONLY)) == (404, "not_found", None)
         assert error(rules.pause(rule_id)) == (404, "not_found", None)
-    assert service.current_grant(agent.tenant_id, uuid.UUID(foreign_id)) is None
-    assert service.current_grant(foreign_agent.tenant_id, uuid.UUID(foreign_id)) is not None
+    assert lookup.current_grant(agent.tenant_id, uuid.UUID(foreign_id)) is None
+    assert lookup.current_grant(foreign_agent.tenant_id, uuid.UUID(foreign_id)) is not None
 
 
 def test_agents_and_anonymous_visitors_are_refused(app, admin, agent_client, weekly):
@@ -444,7 +444,7 @@ def test_first_publication_returns_the_published_rule(rules, admin, agent, weekl
     assert data == {**data, "rule_id": weekly, "state": "published", "active_revision": 1,
                     "latest_revision": 1, "execution_mode": "plan_only", "grant_id": str(grant.id)}
     assert grant.revision == 1 and grant.granted_by == admin.user_id and grant.revoked_at is None
-    assert service.current_grant(agent.tenant_id, uuid.UUID(weekly)).id == grant.id
+    assert lookup.current_grant(agent.tenant_id, uuid.UUID(weekly)).id == grant.id
 
 
 @pytest.mark.parametrize("expected", [1, 5, 100, 101, 10 ** 30])
@@ -488,7 +488,7 @@ def test_every_publication_gets_a_fresh_grant_and_an_old_read_only_grant_never_w
     assert (first.execution_mode, first.permissions) == ("plan_only", READ_ONLY)
     assert first.revoked_at is not None and second.revoked_at is None
     assert (second.execution_mode, second.permissions) == ("scheduled", SCHEDULED)
-    assert service.current_grant(agent.tenant_id, uuid.UUID(weekly)).id == second.id
+    assert lookup.current_grant(agent.tenant_id, uuid.UUID(weekly)).id == second.id
     third_id = rules.publish(weekly, READ_ONLY, expected=1).get_json()["data"]["grant_id"]
     assert third_id not in (first_id, data["grant_id"])  # the same mode again is a fresh grant too
     assert [g.revoked_at is None for g in grants(weekly)] == [False, False, True]
@@ -514,7 +514,7 @@ def test_pausing_revokes_the_grant_so_commands_are_blocked(rules, agent, weekly)
         ("paused", None, None, 1)
     (grant,) = grants(weekly)
     assert grant.revoked_at is not None
-    assert service.current_grant(agent.tenant_id, uuid.UUID(weekly)) is None
+    assert lookup.current_grant(agent.tenant_id, uuid.UUID(weekly)) is None
 
 
 def test_pausing_is_audited(rules, weekly):
@@ -547,7 +547,7 @@ def test_republishing_after_a_pause_creates_a_fresh_grant(rules, agent, weekly):
     old, new = grants(weekly)
     assert old.revoked_at is not None and new.revoked_at is None and data["grant_id"] == str(new.id)
     assert data["state"] == "published"
-    assert service.current_grant(agent.tenant_id, uuid.UUID(weekly)).id == new.id
+    assert lookup.current_grant(agent.tenant_id, uuid.UUID(weekly)).id == new.id
 
 
 # --- platform switches ------------------------------------------------------------------------------

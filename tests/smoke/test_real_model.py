@@ -8,6 +8,7 @@ import os
 import pytest
 
 from core.model import complete_json
+from studio import draft_kinds
 from studio.generation import build_prompt, check_answer
 from studio.schema import answer_schema
 
@@ -33,6 +34,6 @@ def test_the_real_model_answers_one_json_object_with_token_counts(real_model):
 
 def test_the_real_model_drafts_a_definition_the_platform_can_check(real_model):
     system, user = build_prompt("A form to log warranty claims: product name, purchase date and amount.", [])
-    answer = complete_json(system, user, answer_schema(), "studio_generation")
+    answer = complete_json(system, user, answer_schema(draft_kinds.registered()), "studio_generation")
     checked = check_answer(answer.content)  # raises model_invalid_definition when the model got it wrong
     assert checked["kind"] in ("app", "unsupported")

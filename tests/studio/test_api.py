@@ -9,7 +9,8 @@ from core.audit import AuditEntry
 from core.db import db
 from desk.handoff import issue_link_token
 from desk.sessions import ASSISTANT, IMPERSONATION
-from studio.catalog import CAPABILITY_VERSION, PUBLISH_PERMISSIONS, STARTER_DEFINITION
+from core.capabilities import CAPABILITY_VERSION
+from studio.catalog import PUBLISH_PERMISSIONS, STARTER_DEFINITION
 from studio.models import StudioApp, StudioRecord, StudioVersion
 from tests.conftest import login, seat
 from tests.studio.conftest import ORIGIN, ConsoleApi, sample_definition

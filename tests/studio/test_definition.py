@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.api import ApiError
-from studio.catalog import (CAPABILITY_VERSION, CATALOG, FIELD_TYPES, LIMITS, OPERATORS, PUBLISH_PERMISSIONS,
-                            STARTER_DEFINITION)
-from studio.definition import capability_manifest, definition_hash, field_map, validate_definition
+from core.capabilities import CAPABILITY_VERSION, CATALOG, FIELD_TYPES, OPERATORS
+from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, STARTER_DEFINITION
+from core.validation import canonical_hash
+from studio.definition import capability_manifest, field_map, validate_definition
 from core.text import JS_WHITESPACE
 
 INVALID = "invalid_definition"
@@ -554,7 +555,7 @@ def test_at_most_three_charts_with_unique_keys():
 def test_empty_charts_are_dropped_and_hash_like_no_charts():
     result = validate_definition(changed(BASE, ("charts",), []))
     assert "charts" not in result
-    assert definition_hash(result) == definition_hash(validate_definition(BASE))
+    assert canonical_hash(result) == canonical_hash(validate_definition(BASE))
 
 
 # --- code ---------------------------------------------------------------------------------------
@@ -676,14 +677,14 @@ def test_absent_optional_sections_stay_absent():
 def test_hash_is_stable_under_key_reordering():
     reordered = json.loads(json.dumps(FULL), object_pairs_hook=lambda pairs: dict(reversed(pairs)))
     assert list(reordered) != list(FULL)
-    assert definition_hash(validate_definition(reordered)) == definition_hash(validate_definition(FULL))
-    assert len(definition_hash(FULL)) == 64
+    assert canonical_hash(validate_definition(reordered)) == canonical_hash(validate_definition(FULL))
+    assert len(canonical_hash(FULL)) == 64
 
 
 def test_hash_changes_with_content_and_matches_canonical_json():
-    assert definition_hash(BASE) != definition_hash(changed(BASE, ("name",), "Other"))
+    assert canonical_hash(BASE) != canonical_hash(changed(BASE, ("name",), "Other"))
     canonical = json.dumps(BASE, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    assert definition_hash(BASE) == hashlib.sha256(canonical).hexdigest()
+    assert canonical_hash(BASE) == hashlib.sha256(canonical).hexdigest()
 
 
 def test_manifest_of_a_definition_using_everything():
@@ -786,7 +787,7 @@ def assert_normalization_is_idempotent(normalized: dict) -> None:
     """Re-validating a normalized definition changes nothing, its hash included."""
     again = validate_definition(normalized)
     assert again == normalized
-    assert definition_hash(again) == definition_hash(normalized)
+    assert canonical_hash(again) == canonical_hash(normalized)
     assert json.loads(json.dumps(normalized, ensure_ascii=False)) == normalized
 
 
@@ -899,5 +900,5 @@ def valid_definitions(draw):
 def test_valid_definitions_normalize_idempotently(raw):
     normalized = validate_definition(raw)
     assert_normalization_is_idempotent(normalized)
-    assert definition_hash(validate_definition(raw)) == definition_hash(validate_definition(normalized))
+    assert canonical_hash(validate_definition(raw)) == canonical_hash(validate_definition(normalized))
     assert capability_manifest(normalized) == capability_manifest(validate_definition(normalized))

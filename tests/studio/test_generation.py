@@ -19,7 +19,8 @@ from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE
 from rules.definition import rule_capabilities, validate_rule
 from rules.models import AutomationRule
 from studio import generation, quota
-from studio.catalog import CAPABILITY_VERSION, LIMITS
+from core.capabilities import CAPABILITY_VERSION
+from studio.catalog import LIMITS
 from studio.definition import capability_manifest
 from studio.models import StudioApp, StudioGeneration, StudioVersion
 from tests.conftest import LONG_WINDOW, seconds_left_in_window

@@ -6,9 +6,11 @@ from jsonschema import Draft202012Validator
 
 from core.api import ApiError
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE
+from rules.drafts import RULE_PREVIEW
 from studio import definition as validator
 from studio import schema
-from studio.catalog import CAPABILITY_VERSION, LIMITS, STARTER_DEFINITION
+from core.capabilities import CAPABILITY_VERSION
+from studio.catalog import LIMITS, STARTER_DEFINITION
 from studio.definition import validate_definition
 from studio.templates_market import TEMPLATES
 from tests.studio.test_definition import FULL, changed
@@ -43,7 +45,7 @@ def _at(definition: dict, where: tuple):
 
 def test_the_schemas_are_valid_json_schemas():
     Draft202012Validator.check_schema(schema.definition_schema())
-    Draft202012Validator.check_schema(schema.answer_schema())
+    Draft202012Validator.check_schema(schema.answer_schema((RULE_PREVIEW,)))
 
 
 @pytest.mark.parametrize("definition", [FULL, STARTER_DEFINITION, *(t["definition"] for t in TEMPLATES)],
@@ -92,8 +94,8 @@ def test_the_reserved_label_and_keys_are_refused_by_the_schema():
     assert not _accepted_by_schema(changed(FULL, ("fields", 0, "key"), "tenant_id"))
 
 
-def test_the_answer_schema_takes_an_app_draft_or_an_unsupported_result_only():
-    check = Draft202012Validator(schema.answer_schema())
+def test_the_answer_schema_takes_an_app_draft_a_registered_kind_s_draft_or_an_unsupported_result_only():
+    check = Draft202012Validator(schema.answer_schema((RULE_PREVIEW,)))
     app = {"capability_version": CAPABILITY_VERSION, "kind": "app", "required_capabilities": ["ui.form"],
            "definition": FULL}
     unsupported = {"capability_version": CAPABILITY_VERSION, "kind": "unsupported",
@@ -108,3 +110,4 @@ def test_the_answer_schema_takes_an_app_draft_or_an_unsupported_result_only():
     assert not check.is_valid({**rule, "definition": {**AUTOMATION_PREVIEW_EXAMPLE, "script": "x"}})
     assert not check.is_valid({**app, "required_capabilities": ["sql.run"]})
     assert not check.is_valid({**unsupported, "definition": FULL})
+    assert not Draft202012Validator(schema.answer_schema()).is_valid(rule)  # a kind nobody registered

@@ -174,7 +174,7 @@ print(os.listdir("/"), os.getuid())
 def test_a_locked_down_process_cannot_open_project_files(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
-    project_file = PROJECT_ROOT / "app.py"
+    project_file = PROJECT_ROOT / "wsgi.py"
     assert project_file.read_text()  # readable from here
     done = subprocess.run([sys.executable, "-I", "-c", PROBE, str(SANDBOX.parent), str(root),
                            str(project_file)], env={}, capture_output=True,
