@@ -11,8 +11,11 @@ included, never outlasts its timeout.
 `EGRESS_CA_BUNDLE` verifies against another CA bundle. Both are logged when set.
 """
 import contextvars
+import heapq
 import http.client
 import ipaddress
+import itertools
+import os
 import socket
 import ssl
 import threading
@@ -20,15 +23,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from functools import cache
 from urllib.parse import urlsplit
 
 import certifi
 import urllib3
 from flask import current_app
 from urllib3.connection import HTTPSConnection
+from urllib3.util.ssl_ import create_urllib3_context
 from urllib3.util.ssl_match_hostname import CertificateError
 
 RESPONSE_LIMIT = 64 * 1024
+LOOKUP_THREADS = 8  # DNS lookups of one process at once (each bounded by its attempt's deadline)
 # Ranges the ipaddress module does not already flag as private, reserved, loopback and the like.
 EXTRA_BLOCKED = tuple(ipaddress.ip_network(net) for net in (
     "100.64.0.0/10",   # carrier-grade NAT: reaches internal workloads at many providers
@@ -126,24 +132,87 @@ def resolve(target: Target) -> str:
     return str(addresses[0])
 
 
+_per_process: dict = {}  # os.getpid() -> this process's lookup threads (a forked child makes its own)
+
+
+def _lookups() -> ThreadPoolExecutor:
+    """The process's DNS lookup threads, started on first use."""
+    pool = _per_process.get(os.getpid())
+    if pool is None:
+        _per_process.clear()
+        pool = _per_process[os.getpid()] = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="egress-dns")
+    return pool
+
+
 def _resolve_by(target: Target, deadline: float) -> str:
-    """`resolve`, given up at the deadline: a system resolver may retry for longer than an attempt."""
-    lookup = ThreadPoolExecutor(max_workers=1)
+    """`resolve`, given up at the deadline: a system resolver may retry for longer than an attempt
+    (a lookup still running then ends on its own; nobody waits for it)."""
+    answer = _lookups().submit(contextvars.copy_context().run, resolve, target)  # with the app's config
     try:
-        answer = lookup.submit(contextvars.copy_context().run, resolve, target)  # with the app's config
         return answer.result(timeout=max(0.0, deadline - time.monotonic()))
     except FutureTimeout:
         raise EgressFailed("timeout") from None
-    finally:
-        lookup.shutdown(wait=False)  # a lookup still running ends on its own; nobody waits for it
+
+
+@cache
+def tls_context(bundle: str) -> ssl.SSLContext:
+    """One verifying client context per CA bundle, shared by every connection of the process:
+    loading certifi's bundle costs about 15 ms of CPU. The host name is matched by urllib3
+    (`assert_hostname`), so the context itself does not check it."""
+    context = create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED)
+    context.check_hostname = False
+    context.load_verify_locations(cafile=bundle)
+    return context
+
+
+def ca_bundle() -> str:
+    """The CA bundle outbound TLS verifies against (EGRESS_CA_BUNDLE in tests, else certifi's)."""
+    return current_app.config.get("EGRESS_CA_BUNDLE") or certifi.where()
 
 
 def _connection(target: Target, address: str, timeout: float) -> HTTPSConnection:
     """A connection to the checked address that verifies TLS for the host name (never reused)."""
     return HTTPSConnection(
         address, port=target.port, server_hostname=target.host, assert_hostname=target.host,
-        cert_reqs="CERT_REQUIRED", ca_certs=current_app.config.get("EGRESS_CA_BUNDLE") or certifi.where(),
-        timeout=timeout)
+        cert_reqs="CERT_REQUIRED", ssl_context=tls_context(ca_bundle()), timeout=timeout)
+
+
+class _Alarm:
+    """`threading.Timer`'s start and cancel on one watchdog thread per process, which rings each
+    alarm at its deadline, instead of a thread per attempt. A process forked after it started
+    (none is, here) starts its own."""
+
+    _due: list = []  # heap of (deadline, sequence, alarm)
+    _changed = threading.Condition()
+    _sequence = itertools.count()
+    _pid: int | None = None
+
+    def __init__(self, seconds: float, ring):
+        self.deadline, self.ring, self.cancelled = time.monotonic() + seconds, ring, False
+
+    def start(self) -> None:
+        """Ring at the deadline unless cancelled before."""
+        with self._changed:
+            if _Alarm._pid != os.getpid():
+                _Alarm._pid, _Alarm._due = os.getpid(), []
+                threading.Thread(target=_Alarm._watch, name="egress-watchdog", daemon=True).start()
+            heapq.heappush(_Alarm._due, (self.deadline, next(self._sequence), self))
+            self._changed.notify()
+
+    def cancel(self) -> None:
+        """Never ring (a ring already under way finishes, like a Timer's)."""
+        self.cancelled, self.ring = True, None
+
+    @classmethod
+    def _watch(cls) -> None:
+        while True:
+            with cls._changed:
+                while not cls._due or cls._due[0][0] > time.monotonic():
+                    cls._changed.wait(cls._due[0][0] - time.monotonic() if cls._due else None)
+                alarm = heapq.heappop(cls._due)[2]
+            ring = alarm.ring
+            if not alarm.cancelled and ring is not None:
+                ring()
 
 
 class _Watchdog:
@@ -153,7 +222,7 @@ class _Watchdog:
         self.connection = connection
         self.socket = None  # kept once connected: on `Connection: close` http.client drops its own
         self.fired = threading.Event()
-        self.timer = threading.Timer(seconds, self._cut)
+        self.timer = _Alarm(seconds, self._cut)
 
     def _cut(self) -> None:
         self.fired.set()

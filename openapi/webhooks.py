@@ -13,17 +13,20 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
+from types import SimpleNamespace
 
 from flask import current_app
 from rq import Retry
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, insert, literal, select, update
 
 from core.clock import iso, utcnow
 from core.config import require_shorter
-from core.crypto import decrypt, hmac_sha256_hex
+from core.crypto import decrypt_cached, hmac_sha256_hex
 from core.db import db
 from core.egress import EgressFailed, EgressRefused, post
-from core.queue import WEBHOOKS, enqueue
+from core.queue_names import WEBHOOKS
+from core.queue import enqueue
 from openapi.models import OpenApp, OpenRecord, WebhookAttempt, WebhookEvent
 
 EVENT_TYPE = "app.record.created"
@@ -58,7 +61,8 @@ def _lease() -> timedelta:
 
 def check_timing(cfg: Mapping) -> None:
     """An attempt ends before its job's timeout, which ends before the sweeper's lease."""
-    require_shorter(("openapi.webhooks.ATTEMPT_SECONDS", ATTEMPT_SECONDS), ("openapi.webhooks.JOB_SECONDS", JOB_SECONDS),
+    require_shorter(("openapi.webhooks.ATTEMPT_SECONDS", ATTEMPT_SECONDS),
+                    ("openapi.webhooks.JOB_SECONDS", JOB_SECONDS),
                     "RQ would kill an attempt still waiting for the receiver")
     require_shorter(("openapi.webhooks.JOB_SECONDS", JOB_SECONDS),
                     ("WEBHOOK_LEASE_SECONDS", cfg["WEBHOOK_LEASE_SECONDS"]),
@@ -97,35 +101,87 @@ class Claim:
     secret_encrypted: str
 
 
-def _claim(event: WebhookEvent, app: OpenApp) -> Claim | None:
-    """Start the next attempt (compare-and-swap on `attempts`); None when it is not this job's.
+@cache
+def _statements(dialect: str) -> SimpleNamespace:
+    """Every statement of an attempt on this database, built once (Core, bind parameters named
+    `p_…` so none is taken for a column): building them costs more than running them. On
+    PostgreSQL the claim (with the in-flight attempt row) and the outcome are one statement each,
+    through data-modifying CTEs; elsewhere they are steps in one transaction."""
+    event, app, attempt = WebhookEvent.__table__, OpenApp.__table__, WebhookAttempt.__table__
+    pending = update(event).where(event.c.id == bindparam("p_event"), event.c.status == "pending")
+    record = update(attempt).where(attempt.c.id == bindparam("p_attempt")).values(
+        status_code=bindparam("p_status"), error=bindparam("p_error"), duration_ms=bindparam("p_duration"))
+    outcomes = {"delivered": update(event).where(event.c.id == bindparam("p_event")).values(
+                    status="delivered", finished_at=bindparam("p_now")),
+                "failed": pending.values(status="failed", finished_at=bindparam("p_now")),
+                "retry": pending.values(next_attempt_at=bindparam("p_next"))}
+    read = (select(event.c.tenant_id, event.c.status, event.c.attempts, event.c.body, app.c.webhook_url,
+                   app.c.signing_secret_encrypted)
+            .join_from(event, app, app.c.id == event.c.app_id).where(event.c.id == bindparam("p_event")))
+    if dialect != "postgresql":
+        return SimpleNamespace(read=read, claim=pending.where(
+            event.c.attempts == bindparam("p_seen"), event.c.next_attempt_at <= bindparam("p_due"))
+            .values(attempts=bindparam("p_number"), next_attempt_at=bindparam("p_lease")),
+            begin=insert(attempt), failed=outcomes["failed"],
+            outcomes={kind: (record, change) for kind, change in outcomes.items()})
+    claimed = (pending.where(event.c.attempts <= bindparam("p_last"), event.c.next_attempt_at <= bindparam("p_due"))
+               .values(attempts=event.c.attempts + 1, next_attempt_at=bindparam("p_lease"))
+               .returning(event.c.id, event.c.tenant_id, event.c.app_id, event.c.attempts, event.c.body)
+               .cte("claimed"))
+    begun = insert(attempt).from_select(
+        ["id", "tenant_id", "event_id", "number", "started_at", "error", "duration_ms"],
+        select(bindparam("p_attempt", type_=attempt.c.id.type), claimed.c.tenant_id, claimed.c.id,
+               claimed.c.attempts, bindparam("p_now", type_=attempt.c.started_at.type), literal(IN_FLIGHT),
+               literal(0))).cte("begun")
+    recorded = record.returning(attempt.c.id).cte("recorded")
+    return SimpleNamespace(read=read, claim_in_one=select(
+        claimed.c.attempts, claimed.c.body, app.c.webhook_url, app.c.signing_secret_encrypted)
+        .join_from(claimed, app, app.c.id == claimed.c.app_id).add_cte(begun),
+        failed=outcomes["failed"], outcomes={kind: (change.add_cte(recorded),) for kind, change in outcomes.items()})
+
+
+def _claim(conn, event_id: uuid.UUID) -> Claim | str:
+    """Start the next attempt (compare-and-swap on `attempts`) with its in-flight row, committed;
+    else why not: `missing`, the event's status, or `not claimed`.
 
     Not before the event's next attempt is due (RQ schedules in whole seconds, hence the slack),
     and never past the last attempt: a stray retry chain cannot add attempts or hurry them.
     """
-    if event.attempts > len(retry_intervals()):
-        event.status, event.finished_at = "failed", utcnow()
-        db.session.commit()
-        return None
-    claim = Claim(attempt_id=uuid.uuid4(), number=event.attempts + 1, event_id=event.id,
-                  body=event.body.encode(), url=app.webhook_url, secret_encrypted=app.signing_secret_encrypted)
-    claimed = db.session.execute(update(WebhookEvent).where(
-        WebhookEvent.id == event.id, WebhookEvent.status == "pending",
-        WebhookEvent.attempts == event.attempts,
-        WebhookEvent.next_attempt_at <= utcnow() + SCHEDULE_SLACK).values(
-        attempts=claim.number, next_attempt_at=utcnow() + _lease()))
+    sql, now, attempt_id = _statements(conn.dialect.name), utcnow(), uuid.uuid4()
+    if hasattr(sql, "claim_in_one"):
+        claimed = conn.execute(sql.claim_in_one, {
+            "p_event": event_id, "p_last": len(retry_intervals()), "p_due": now + SCHEDULE_SLACK,
+            "p_lease": now + _lease(), "p_attempt": attempt_id, "p_now": now}).one_or_none()
+        if claimed is not None:
+            conn.commit()
+            return Claim(attempt_id=attempt_id, number=claimed.attempts, event_id=event_id,
+                         body=claimed.body.encode(), url=claimed.webhook_url,
+                         secret_encrypted=claimed.signing_secret_encrypted)
+        conn.rollback()
+    found = conn.execute(sql.read, {"p_event": event_id}).one_or_none()
+    if found is None or found.status != "pending":
+        return "missing" if found is None else found.status
+    if found.attempts > len(retry_intervals()):
+        conn.execute(sql.failed, {"p_event": event_id, "p_now": now})
+        conn.commit()
+        return "not claimed"
+    if hasattr(sql, "claim_in_one"):
+        return "not claimed"  # not due yet, or a twin claimed it
+    claimed = conn.execute(sql.claim, {"p_event": event_id, "p_seen": found.attempts, "p_due": now + SCHEDULE_SLACK,
+                                       "p_number": found.attempts + 1, "p_lease": now + _lease()})
     if claimed.rowcount != 1:
-        db.session.rollback()
-        return None
-    db.session.add(WebhookAttempt(id=claim.attempt_id, tenant_id=event.tenant_id, event_id=event.id,
-                                  number=claim.number, error=IN_FLIGHT))
-    db.session.commit()
-    return claim
+        conn.rollback()
+        return "not claimed"
+    conn.execute(sql.begin, {"id": attempt_id, "tenant_id": found.tenant_id, "event_id": event_id,
+                             "number": found.attempts + 1, "error": IN_FLIGHT})
+    conn.commit()
+    return Claim(attempt_id=attempt_id, number=found.attempts + 1, event_id=event_id, body=found.body.encode(),
+                 url=found.webhook_url, secret_encrypted=found.signing_secret_encrypted)
 
 
 def _send(claim: Claim) -> tuple[int | None, str | None]:
     """One HTTP attempt: (status code, None) or (None, failure reason)."""
-    headers = signed_headers(decrypt(claim.secret_encrypted), str(claim.event_id), claim.body, time.time())
+    headers = signed_headers(decrypt_cached(claim.secret_encrypted), str(claim.event_id), claim.body, time.time())
     try:
         answer = post(claim.url, claim.body, headers, timeout=ATTEMPT_SECONDS)
     except (EgressRefused, EgressFailed) as failure:
@@ -136,46 +192,38 @@ def _send(claim: Claim) -> tuple[int | None, str | None]:
     return answer.status, None
 
 
-def _finish(claim: Claim, status: int | None, error: str | None, elapsed: float) -> bool:
-    """Record the attempt's outcome and the event's new state (two UPDATEs); True when delivered.
+def _finish(conn, claim: Claim, status: int | None, error: str | None, elapsed: float) -> bool:
+    """Record the attempt's outcome and the event's new state; True when delivered.
 
     A failed attempt changes only a pending event: one cancelled by a revocation while the
     attempt was in flight stays cancelled. A delivery is recorded even then: it was sent.
     """
+    now, intervals = utcnow(), retry_intervals()
     delivered = status is not None and 200 <= status < 300
-    unsynced = {"synchronize_session": False}  # the rows are not reread in this session
-    db.session.execute(update(WebhookAttempt).where(WebhookAttempt.id == claim.attempt_id).values(
-        status_code=status, error=error, duration_ms=int(elapsed * 1000)), execution_options=unsynced)
-    event = update(WebhookEvent).where(WebhookEvent.id == claim.event_id)
-    intervals = retry_intervals()
-    if delivered:
-        event = event.values(status="delivered", finished_at=utcnow())
-    elif claim.number > len(intervals):
-        event = event.where(WebhookEvent.status == "pending").values(status="failed", finished_at=utcnow())
-    else:
-        event = event.where(WebhookEvent.status == "pending").values(
-            next_attempt_at=utcnow() + timedelta(seconds=intervals[claim.number - 1]))
-    db.session.execute(event, execution_options=unsynced)
-    db.session.commit()
+    kind = "delivered" if delivered else "failed" if claim.number > len(intervals) else "retry"
+    values = {"p_attempt": claim.attempt_id, "p_status": status, "p_error": error, "p_duration": int(elapsed * 1000),
+              "p_event": claim.event_id, "p_now": now}
+    if kind == "retry":
+        values["p_next"] = now + timedelta(seconds=intervals[claim.number - 1])
+    for statement in _statements(conn.dialect.name).outcomes[kind]:
+        conn.execute(statement, values)
+    conn.commit()
     return delivered
 
 
 def deliver(event_id: str) -> str:
-    """Make the next attempt of an event; raises AttemptFailed so RQ retries."""
-    found = db.session.execute(select(WebhookEvent, OpenApp).join(OpenApp, OpenApp.id == WebhookEvent.app_id)
-                               .where(WebhookEvent.id == uuid.UUID(event_id))).one_or_none()
-    if found is None:
-        return "missing"
-    event, app = found
-    if event.status != "pending":
-        return event.status
-    claim = _claim(event, app)
-    if claim is None:
-        return "not claimed"
+    """Make the next attempt of an event; raises AttemptFailed so RQ retries. The claim and the
+    outcome each take a pooled connection for their own short transaction: none is held while
+    the receiver answers."""
+    with db.engine.connect() as conn:
+        claim = _claim(conn, uuid.UUID(event_id))
+    if isinstance(claim, str):
+        return claim
     clock = time.monotonic()
     status, error = _send(claim)
-    if _finish(claim, status, error, time.monotonic() - clock):
-        return "delivered"
+    with db.engine.connect() as conn:
+        if _finish(conn, claim, status, error, time.monotonic() - clock):
+            return "delivered"
     if claim.number > len(retry_intervals()):
         return "failed"
     raise AttemptFailed(f"attempt {claim.number} of event {event_id}: {status or error}")

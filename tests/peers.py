@@ -19,6 +19,7 @@ class Received:
     headers: dict
     body: bytes
     server_name: str | None
+    client_port: int | None = None  # the sending side's TCP port: one per connection
 
 
 @dataclass
@@ -35,6 +36,7 @@ class HttpsReceiver:
     trickle: tuple[float, int, bool] | None = None
     trickle_over: threading.Event = field(default_factory=threading.Event)  # set once it stopped
     trickled_all: bool | None = None  # whether the client stayed for the whole trickled answer
+    keep_alive: bool = False  # answer as HTTP/1.1, offering to keep the connection open
 
     def start(self) -> "HttpsReceiver":
         """Listen on a free loopback port."""
@@ -44,10 +46,15 @@ class HttpsReceiver:
         receiver = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            @property
+            def protocol_version(self):
+                return "HTTP/1.1" if receiver.keep_alive else "HTTP/1.0"
+
             def do_POST(self):  # noqa: N802 (http.server's naming)
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 receiver.received.append(Received("POST", self.path, dict(self.headers), body,
-                                                  getattr(self.connection, "sni_name", None)))
+                                                  getattr(self.connection, "sni_name", None),
+                                                  self.client_address[1]))
                 answer = receiver.answers.pop(0) if receiver.answers else receiver.default
                 status, headers, payload, *pause = answer  # an optional fourth item: seconds to stall
                 if pause:

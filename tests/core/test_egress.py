@@ -1,4 +1,6 @@
 """The SSRF-safe client against a real HTTPS receiver on loopback (trustme CA, test knobs)."""
+import threading
+
 import pytest
 
 from core import egress
@@ -139,3 +141,33 @@ def test_a_slow_dns_answer_counts_against_the_attempt(receiver, dns, monkeypatch
     order.append("attempt ended")
     released.set()
     assert failed.value.reason == "timeout" and order[0] == "attempt ended"  # it did not wait for DNS
+
+
+def test_no_connection_is_kept_alive_each_post_checks_dns_and_connects_afresh(receiver, dns):
+    """Even when the peer offers to keep the connection, the next POST resolves and checks the name
+    again and connects to the address it just checked: nothing outlives its own check."""
+    receiver.keep_alive = True
+    dns["receiver.test"] = [["127.0.0.1"], ["127.0.0.1"], ["10.0.0.1"]]
+    assert post(receiver.url()).status == 200 and post(receiver.url()).status == 200
+    first, second = receiver.received
+    assert first.client_port != second.client_port  # two TCP connections
+    with pytest.raises(egress.EgressRefused) as refused:  # the third lookup rebinds: refused, not reused
+        post(receiver.url())
+    assert refused.value.reason == "address_not_public" and len(receiver.received) == 2
+
+
+def test_the_shared_tls_context_still_checks_every_connection_s_name(receiver, dns):
+    dns["receiver.test"] = [["127.0.0.1"]]
+    dns["impostor.test"] = [["127.0.0.1"]]
+    assert post(receiver.url()).status == 200  # the context for this CA bundle now exists
+    with pytest.raises(egress.EgressFailed) as failed:
+        post(receiver.url("impostor.test"))
+    assert failed.value.reason == "tls_error" and len(receiver.received) == 1
+    assert egress.tls_context(egress.ca_bundle()) is egress.tls_context(egress.ca_bundle())
+
+
+def test_every_attempt_s_deadline_rings_on_the_one_watchdog_thread(receiver, dns):
+    dns["receiver.test"] = [["127.0.0.1"]]
+    for _ in range(5):
+        assert post(receiver.url()).status == 200
+    assert [thread.name for thread in threading.enumerate()].count("egress-watchdog") == 1
