@@ -15,7 +15,7 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 	touch $@
 
 run: $(VENV)/.installed
-	$(PY) -m app.launch
+	$(PY) -m jobs.launch
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest

@@ -4,14 +4,11 @@ import logging
 
 from flask import Flask
 from flask_login import LoginManager
-from flask_migrate import Migrate
 
 from core.api import register_error_handlers
 from core.config import INSTANCE_PATH, PROJECT_ROOT, load_config, warn_about_egress_knobs
 from core.db import db
 from core.web import init_web
-
-migrate = Migrate()
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -22,8 +19,6 @@ def create_app(config: dict | None = None) -> Flask:
     warn_about_egress_knobs(app.config)
 
     db.init_app(app)
-    migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"),
-                     render_as_batch=True, compare_type=True)
     _init_login(app)
     init_web(app)
     register_error_handlers(app)
@@ -92,7 +87,8 @@ def _register_blueprints(app: Flask) -> None:
 
 
 def _register_cli(app: Flask) -> None:
-    """Operator commands: tenants, members, channels, demo, staff, jobs, open-apps."""
+    """Operator commands: tenants, members, channels, demo, staff, jobs, open-apps, db, prepare."""
+    from app.cli import migrations, prepare
     from desk.cli import register as register_desk
     from jobs.cli import jobs_cli
     from openapi.cli import open_apps_cli
@@ -100,3 +96,5 @@ def _register_cli(app: Flask) -> None:
     register_desk(app)
     app.cli.add_command(jobs_cli)
     app.cli.add_command(open_apps_cli)
+    app.cli.add_command(migrations)
+    app.cli.add_command(prepare)

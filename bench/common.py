@@ -4,6 +4,7 @@ import math
 import os
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -17,9 +18,11 @@ from flask_migrate import upgrade
 from sqlalchemy import Column, Integer, MetaData, Table
 
 from app import create_app
+from app.cli import init_migrations
 from core.config import PROJECT_ROOT
 from core.db import db
-from core.redis import get_redis, start_embedded, stop_embedded
+from core.embedded_redis import start_embedded, stop_embedded
+from core.redis import get_redis
 
 
 def bench_app():
@@ -32,6 +35,7 @@ def bench_app():
         "SECRET_KEY": "bench", "ENCRYPTION_KEY": Fernet.generate_key().decode(),
         "PASSWORD_HASH_METHOD": "pbkdf2:sha256:1000",
     })
+    init_migrations(app)
     with app.app_context():
         upgrade()
     return app
@@ -145,7 +149,7 @@ def percentile(values, fraction: float) -> float:
 
 
 def process_env(app, **extra: str) -> dict:
-    """The environment of a real process (worker, cron) on the bench app's database and Redis:
+    """The environment of a real process (worker, clock) on the bench app's database and Redis:
     an embedded Redis is reached through its unix socket, which any process of this user may open."""
     cfg = app.config
     return {**os.environ, "DATABASE_URL": cfg["SQLALCHEMY_DATABASE_URI"], "REDIS_URL": cfg["REDIS_URL"],
@@ -187,8 +191,15 @@ def running_workers(app, count: int, env: dict, log_path: Path, ready_seconds: f
             except subprocess.TimeoutExpired:
                 pass
             try:
-                os.killpg(process.pid, signal.SIGKILL)  # its scheduler child too, if one is left
+                os.killpg(process.pid, signal.SIGKILL)  # anything it left behind
             except ProcessLookupError:
                 pass
             process.wait()
         log.close()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -2,9 +2,9 @@
 
 Run: .venv/bin/python -m bench.openapi   (needs requirements-dev.txt for the trustme receiver)
 Targets (issue 5): the last page of 10,000 records <= 1.3 x the first page; POST /records
->= 0.4 x GET /healthz. Issue 11: webhook deliveries with 4 running workers >= 0.4 x signed POSTs
-from one process to the same loopback receiver. Each ratio with a target is followed by
-"target met" or "target missed".
+>= 0.3 x an authenticated read. Issue 19: webhook deliveries with 4 running workers >= 0.5 x signed
+POSTs from one process to the same loopback receiver, and <= 6 ms of worker CPU per delivery.
+Each ratio with a target is followed by "target met" or "target missed".
 """
 import logging
 import os
@@ -23,7 +23,7 @@ from bench.common import bench_app, durable_write_seconds, median_seconds, rate,
 from core.config import PROJECT_ROOT
 from core.db import db
 from core.egress import post
-from core.queue import WEBHOOKS
+from core.queue_names import WEBHOOKS
 from core.redis import get_redis
 from desk.models import Customer
 from desk.tenancy import create_tenant
@@ -185,6 +185,8 @@ def _deliveries(app) -> None:
         post(url, body, signed_headers(secret, "x", body, time.time()))
 
     with app.app_context():
+        for _ in range(20):  # the first POSTs build the TLS context and the lookup threads
+            signed_post()
         before = rate(signed_post)
     _record_events(app, made.token)
     held = _hold(queue.connection, queue.key)
@@ -220,10 +222,10 @@ def _print_deliveries(baseline: float, delivered: int, received: int, elapsed: f
     with_start = delivered / (start_seconds + elapsed)
     ceiling = EVENTS / start_seconds  # even if deliveries took no time at all
     print(f"deliveries, {WORKERS} workers running      {throughput:8.1f} events/s   ratio {throughput / baseline:6.3f}"
-          f" {target(throughput / baseline, at_least=0.4)}"
+          f" {target(throughput / baseline, at_least=0.5)}"
           f"   ({delivered}/{EVENTS} delivered, {received} received)")
     print(f"the same, counting worker start     {with_start:8.1f} events/s   ratio {with_start / baseline:6.3f}"
-          f" {target(with_start / baseline, at_least=0.4)}")
+          f" (printed, no target)")
     print(f"  {WORKERS} workers start in {start_seconds:.2f} s: counted, it caps {EVENTS} events at "
           f"{ceiling:.1f} events/s, ratio {ceiling / baseline:.3f}, with deliveries free")
 
@@ -233,9 +235,9 @@ def _print_delivery_cpu(baseline: float, workers_seconds: float, here_seconds: f
     cores = os.cpu_count()
     most = cores * EVENTS / (workers_seconds + here_seconds)
     workers_ms, here_ms = workers_seconds / EVENTS * 1000, here_seconds / EVENTS * 1000
-    print(f"  CPU per delivery: {workers_ms:.1f} ms in the workers + {here_ms:.1f} ms in this process (receiver):"
-          f" on {cores} idle cores at most {most:.0f} events/s, ratio {most / baseline:.2f};"
-          " other load on the machine (and Redis, PostgreSQL) lowers it")
+    print(f"  worker CPU per delivery            {workers_ms:8.2f} ms  {target(workers_ms, at_most=6.0)} (ms)")
+    print(f"  + {here_ms:.1f} ms in this process (receiver): on {cores} idle cores at most {most:.0f} events/s,"
+          f" ratio {most / baseline:.2f}; other load on the machine (and Redis, PostgreSQL) lowers it")
 
 
 def _wait_for_deliveries(app, app_id, receiver, received_before: int) -> int:

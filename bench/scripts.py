@@ -3,7 +3,7 @@
 Run: .venv/bin/python -m bench.scripts
 Targets (issue 4): a submission with a small script <= 4 x the same submission without code;
 raw engine executions with a fresh context >= 1,000/s on one core.
-It starts a real `flask jobs runner` process on the bench Redis, as `make run` does.
+It starts a real script runner process (`python -m jobs.runner`) on the bench Redis, as `make run` does.
 """
 import json
 import logging
@@ -43,18 +43,15 @@ EMAIL, PASSWORD = "bench@bench.example", "bench-password"
 
 def start_runner(app) -> subprocess.Popen:
     """A real script runner process on the bench services; returns once it serves tasks."""
-    env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"],
-           "REDIS_URL": app.config["REDIS_URL"], "SECRET_KEY": app.config["SECRET_KEY"],
-           "ENCRYPTION_KEY": app.config["ENCRYPTION_KEY"]}
-    process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "jobs", "runner"],
-                               cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, "-m", "jobs.runner"], cwd=PROJECT_ROOT,
+                               env={**os.environ, "REDIS_URL": app.config["REDIS_URL"]},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with app.app_context():
         for _ in range(300):
             try:
                 _hand_to_runner("return {};", "{}")
                 return process
-            except ApiError:  # code_runner_busy: the runner is still importing the app
+            except ApiError:  # code_runner_busy: the runner is still starting
                 time.sleep(0.1)
     process.kill()
     raise RuntimeError("the script runner did not start")

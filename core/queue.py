@@ -1,20 +1,14 @@
-"""Queue names in one place and the one way to enqueue a job (below every feature package)."""
+"""The one way to enqueue a job (below every feature package); the queue names are
+`core.queue_names`."""
 from dataclasses import dataclass
 
 from rq import Queue, Retry
 from rq.job import Job
 
 from core.db import db
+from core.queue_names import DEFAULT
 from core.redis import get_redis
 
-DEFAULT = "default"
-EVENTS = "events"
-WEBHOOKS = "webhooks"
-SCRIPTS = "scripts"
-GENERATION = "generation"  # model calls: a process of its own, so a slow model never holds up events
-WORKER_QUEUES = (EVENTS, WEBHOOKS, DEFAULT)
-GENERATOR_QUEUES = (GENERATION,)
-RUNNER_QUEUES = (SCRIPTS,)
 _PENDING = (b"queued", b"scheduled", b"deferred", b"started")  # a job in these states is not queued again
 
 

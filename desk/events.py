@@ -11,7 +11,8 @@ import uuid
 from flask import current_app
 from rq import Retry
 
-from core.queue import EVENTS, enqueue
+from core.queue_names import EVENTS
+from core.queue import enqueue
 
 log = logging.getLogger(__name__)
 

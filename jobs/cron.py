@@ -1,11 +1,10 @@
-"""The 15-second tick: runs the handlers listed in `jobs.wiring`; `rq cron` enqueues the tick."""
+"""The 15-second tick: runs the handlers listed in `jobs.wiring`; the clock process queues it.
+
+The clock imports this module for `tick` and `TICK_SECONDS` alone, without the app: `tick` imports
+what it needs when it runs, in a worker.
+"""
 import logging
 import time
-
-from werkzeug.utils import import_string
-
-from core.redis import get_redis
-from jobs import wiring
 
 log = logging.getLogger(__name__)
 
@@ -15,6 +14,11 @@ HEARTBEAT_KEY = "jobs:tick:last"
 
 def tick() -> int:
     """One tick: record the heartbeat, run each handler; a failing handler does not stop others."""
+    from werkzeug.utils import import_string
+
+    from core.redis import get_redis
+    from jobs import wiring
+
     get_redis().set(HEARTBEAT_KEY, int(time.time()), ex=10 * TICK_SECONDS)
     handlers = wiring.tick_handlers()
     failures = 0

@@ -1,6 +1,8 @@
-"""`make run`: migrate, seed an empty database, start embedded Redis if needed, run the Procfile.
+"""`make run`: start embedded Redis if needed, prepare the database in a child process, then run the
+Procfile under honcho. Ctrl+C stops all processes and the embedded Redis.
 
-Everything runs under honcho; Ctrl+C stops all processes and the embedded Redis.
+The launcher never loads the app: preparing (`flask --app app prepare`: upgrade, and seed an empty
+database) runs in a process that ends, so the launcher stays small while everything runs.
 """
 import os
 import signal
@@ -8,39 +10,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flask_migrate import upgrade
-from sqlalchemy import select
-
-from app import create_app
 from core.config import INSTANCE_PATH, PROJECT_ROOT
-from core.db import db
-from core.redis import start_embedded, stop_embedded
-from desk.cli import demo_logins_text
-from desk.demo import seed_demo
-from desk.models import Tenant
-
-
-def prepare_database(app) -> None:
-    """Upgrade the schema; seed the demo and print its logins when the database is empty."""
-    with app.app_context():
-        upgrade()
-        if db.session.scalar(select(Tenant.id).limit(1)) is None:
-            summary = seed_demo()
-            db.session.commit()
-            print(demo_logins_text(summary), flush=True)
-        else:
-            print("Database already has tenants; demo logins use the password demo-pass-2026.", flush=True)
+from core.embedded_redis import start_embedded, stop_embedded
 
 
 def main() -> int:
-    """Prepare, then supervise web, worker, runner and cron until Ctrl+C."""
+    """Prepare, then supervise web, worker, generator, runner and clock until Ctrl+C."""
     env = dict(os.environ)
     if not env.get("REDIS_URL"):
         env["REDIS_URL"] = start_embedded(INSTANCE_PATH / "redis.db")
-        os.environ["REDIS_URL"] = env["REDIS_URL"]
-    prepare_database(create_app())
-    port = env.get("PORT", "5000")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    prepared = subprocess.run([sys.executable, "-m", "flask", "--app", "app", "prepare"], cwd=PROJECT_ROOT, env=env)
+    if prepared.returncode:
+        return prepared.returncode
+    port = env.get("PORT", "5000")
     print(f"Custom Studio on http://127.0.0.1:{port}  (Ctrl+C stops everything)", flush=True)
     honcho = subprocess.Popen([sys.executable, "-m", "honcho", "start", "-f", "Procfile", "-p", port],
                               cwd=PROJECT_ROOT, env=env)

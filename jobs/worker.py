@@ -1,5 +1,7 @@
-"""The worker of the trusted queues: RQ's non-forking worker, each job in a fresh app context."""
+"""The worker of the trusted queues: RQ's non-forking worker, each job in a fresh app context, with
+fewer Redis round trips of bookkeeping per job (docs/decisions.md, "Webhook deliveries, cheaper")."""
 import logging
+import time
 
 from flask import Flask
 from rq import SimpleWorker
@@ -8,8 +10,12 @@ from rq.job import Job
 from rq.queue import Queue
 
 from core.db import db
+from core.egress import ca_bundle, tls_context
 
 log = logging.getLogger(__name__)
+
+HEARTBEAT_EVERY = 10.0  # seconds between the worker's own heartbeats (its key lives worker_ttl + 60 s)
+SUSPENSION_EVERY = 1.0  # seconds between looks at `rq suspend`
 
 
 class AppWorker(SimpleWorker):
@@ -24,6 +30,44 @@ class AppWorker(SimpleWorker):
     def __init__(self, queues, *args, app: Flask, **kwargs):
         super().__init__(queues, *args, **kwargs)
         self.app = app
+
+    _beaten_at = _suspension_seen_at = float("-inf")
+
+    def heartbeat(self, timeout=None, pipeline=None):
+        """RQ's worker heartbeat, at most every HEARTBEAT_EVERY seconds when it only renews the
+        worker's key (RQ calls it three times per job; the key lives minutes), in one round trip;
+        a heartbeat with its own timeout or pipeline (a job's) always goes through."""
+        if timeout is not None or pipeline is not None:
+            return super().heartbeat(timeout, pipeline)
+        if time.monotonic() - self._beaten_at < HEARTBEAT_EVERY:
+            return None
+        self._beaten_at = time.monotonic()
+        with self.connection.pipeline(transaction=False) as beat:
+            super().heartbeat(None, beat)
+            beat.execute()
+        return None
+
+    def set_state(self, state, pipeline=None):
+        """RQ's set_state, skipped when the worker is already in that state (idle after a job, then
+        idle again before the next dequeue)."""
+        if pipeline is None and state == getattr(self, "_state", None):
+            return
+        super().set_state(state, pipeline)
+
+    def check_for_suspension(self, burst: bool):
+        """RQ's look at `rq suspend`, at most every SUSPENSION_EVERY seconds instead of every job."""
+        if time.monotonic() - self._suspension_seen_at < SUSPENSION_EVERY:
+            return
+        self._suspension_seen_at = time.monotonic()
+        super().check_for_suspension(burst)
+
+    def warm_up(self) -> None:
+        """Open what the first job would otherwise wait for: a database connection and the
+        outbound TLS context."""
+        with self.app.app_context():
+            with db.engine.connect() as connection:
+                connection.exec_driver_sql("SELECT 1")
+            tls_context(ca_bundle())
 
     def perform_job(self, job: Job, queue: Queue, execution: Execution) -> bool:
         """RQ's perform_job inside a fresh app context; the job's session ends with it."""

@@ -87,7 +87,8 @@ def _slot(value: object, path: str) -> dict:
     items = check_array(obj["weekdays"], weekdays_path, 1, len(WEEKDAYS))
     weekdays = [check_choice(item, item_at(weekdays_path, index), WEEKDAYS) for index, item in enumerate(items)]
     return {"weekdays": weekdays, "time": _time(obj["time"], prop_at(path, "time")),
-            "assignee_ref": check_text(obj["assignee_ref"], prop_at(path, "assignee_ref"), LIMITS["assignee_ref_chars"])}
+            "assignee_ref": check_text(obj["assignee_ref"], prop_at(path, "assignee_ref"),
+                                       LIMITS["assignee_ref_chars"])}
 
 
 def _time(value: object, path: str) -> str:

@@ -41,7 +41,8 @@ FINISHED = ("complete", "partial", "failed", "cancelled")
 def check_timing() -> None:
     """A plan's budget ends before its job's timeout, which ends before the run counts as stuck;
     the scheduler's slot lease is that same stuck time (renewed each tick while the run lives)."""
-    require_shorter(("rules.plans.BUDGET_SECONDS", plans.BUDGET_SECONDS), ("rules.plans.JOB_TIMEOUT", plans.JOB_TIMEOUT),
+    require_shorter(("rules.plans.BUDGET_SECONDS", plans.BUDGET_SECONDS),
+                    ("rules.plans.JOB_TIMEOUT", plans.JOB_TIMEOUT),
                     "a plan job would be killed before its scan and model calls give up")
     require_shorter(("rules.plans.JOB_TIMEOUT", plans.JOB_TIMEOUT),
                     ("rules.plans.STUCK_AFTER", plans.STUCK_AFTER.total_seconds()),

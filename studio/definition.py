@@ -110,7 +110,8 @@ def _page(value: object, path: str) -> dict:
             "description": check_text(obj["description"], prop_at(path, "description"), LIMITS["description_chars"],
                                  multiline=True),
             "columns": check_choice(obj["columns"], prop_at(path, "columns"), PAGE_COLUMNS),
-            "submit_label": check_text(obj["submit_label"], prop_at(path, "submit_label"), LIMITS["submit_label_chars"])}
+            "submit_label": check_text(obj["submit_label"], prop_at(path, "submit_label"),
+                                       LIMITS["submit_label_chars"])}
 
 
 def _keyed(value: object, path: str, low: int, high: int, check, *context) -> list[dict]:

@@ -10,7 +10,7 @@ import re
 
 from core.api import ApiError
 from studio.catalog import LIMITS
-from core.text import MULTI_LINE_BAD, SINGLE_LINE_BAD, is_blank, utf16_units
+from core.text import MULTI_LINE_BAD, SINGLE_LINE_BAD, fits_utf16, is_blank
 
 TEXT_MAX = LIMITS["text_value_chars"]
 TEXTAREA_MAX = LIMITS["textarea_value_chars"]
@@ -53,14 +53,6 @@ def _is_provided(field: dict, value: object) -> bool:
     return True
 
 
-def _fits(value: str, limit: int) -> bool:
-    """At most `limit` UTF-16 code units; a lone surrogate never fits."""
-    try:
-        return utf16_units(value) <= limit
-    except UnicodeEncodeError:
-        return False
-
-
 def _kind(value: object) -> type:
     """The JSON type of a value: bool is not a number, int and float are one number type."""
     if isinstance(value, bool):
@@ -72,12 +64,12 @@ def _kind(value: object) -> type:
 
 def _is_text(field: dict, value: object) -> bool:
     """A single-line string of at most 200 UTF-16 units without control characters."""
-    return isinstance(value, str) and not SINGLE_LINE_BAD.search(value) and _fits(value, TEXT_MAX)
+    return isinstance(value, str) and not SINGLE_LINE_BAD.search(value) and fits_utf16(value, TEXT_MAX)
 
 
 def _is_textarea(field: dict, value: object) -> bool:
     """A string of at most 2,000 UTF-16 units; tabs and line breaks are its only controls."""
-    return isinstance(value, str) and not MULTI_LINE_BAD.search(value) and _fits(value, TEXTAREA_MAX)
+    return isinstance(value, str) and not MULTI_LINE_BAD.search(value) and fits_utf16(value, TEXTAREA_MAX)
 
 
 def _is_number(field: dict, value: object) -> bool:

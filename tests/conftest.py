@@ -22,16 +22,19 @@ from sqlalchemy import text
 from werkzeug.serving import make_server
 
 from app import create_app
+from app.cli import init_migrations
 from core import egress
 from core.config import PROJECT_ROOT
 from core.db import db
 from desk.models import Member, Tenant
 from desk.tenancy import add_member, create_tenant
-from core.queue import SCRIPTS
+from core.queue_names import SCRIPTS
 from tests.peers import HttpsReceiver
 
 PASSWORD = "correct-horse-battery"
 FLASK = [sys.executable, "-m", "flask", "--app", "app"]  # run with cwd=PROJECT_ROOT, env=process_env()
+RUNNER = [sys.executable, "-m", "jobs.runner"]  # the script runner, without the app
+CLOCK = [sys.executable, "-m", "jobs.clock"]  # the tick and delayed jobs, without the app
 # The real-model smoke test runs only against a model server named in the environment (README).
 collect_ignore = [] if os.environ.get("MODEL_BASE_URL") and os.environ.get("MODEL_NAME") else ["smoke"]
 CSRF_RE = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"')
@@ -50,7 +53,7 @@ def redis_url(tmp_path_factory) -> str:
     if os.environ.get("TEST_REDIS_URL"):
         yield os.environ["TEST_REDIS_URL"]
         return
-    from core.redis import start_embedded, stop_embedded
+    from core.embedded_redis import start_embedded, stop_embedded
 
     yield start_embedded(tmp_path_factory.mktemp("redis") / "redis.db")
     stop_embedded()
@@ -93,6 +96,7 @@ def build_app(config: dict):
 def app(app_config):
     """One app for the session, its schema built by the migrations from empty."""
     application = build_app(app_config)
+    init_migrations(application)
     with application.app_context():
         db.drop_all()
         db.session.execute(text("DROP TABLE IF EXISTS alembic_version"))
@@ -194,7 +198,7 @@ def agent_client(app, agent):
 
 
 def process_env(app_config: dict) -> dict:
-    """The environment of a real process (worker, runner, cron) on the test services."""
+    """The environment of a real process (worker, runner, clock) on the test services."""
     return {**os.environ, "DATABASE_URL": app_config["SQLALCHEMY_DATABASE_URI"],
             "REDIS_URL": app_config["REDIS_URL"], "SECRET_KEY": app_config["SECRET_KEY"],
             "ENCRYPTION_KEY": app_config["ENCRYPTION_KEY"]}
@@ -202,8 +206,8 @@ def process_env(app_config: dict) -> dict:
 
 @pytest.fixture(scope="session")
 def runner(app_config):
-    """A real `flask jobs runner` process (its own sandbox) serving the test Redis."""
-    process = subprocess.Popen([*FLASK, "jobs", "runner"], cwd=PROJECT_ROOT,
+    """A real script runner process (its own sandbox) serving the test Redis."""
+    process = subprocess.Popen(RUNNER, cwd=PROJECT_ROOT,
                                env=process_env(app_config), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     _wait_until_serving(app_config["REDIS_URL"])
@@ -213,7 +217,7 @@ def runner(app_config):
 
 
 def _wait_until_serving(redis_url: str) -> None:
-    """Block until the runner answers a trivial task (it imports the app first)."""
+    """Block until the runner answers a trivial task (it starts its sandbox first)."""
     job = Queue(SCRIPTS, connection=redis.Redis.from_url(redis_url)).enqueue(
         "jobs.tasks.run_script", args=("return {};", "{}"))
     for _ in range(300):
@@ -310,8 +314,8 @@ def free_port() -> int:
 
 @pytest.fixture
 def gunicorn(app, app_config, tmp_path):
-    """The production web server, started by the Procfile's own web line (gunicorn, 2 worker
-    processes of 4 threads, the redacting access log) on the test database and Redis; its base
+    """The production web server, started by the Procfile's own web line (gunicorn, one worker
+    process of 8 threads, the redacting access log) on the test database and Redis; its base
     URL. Its output is `gunicorn.log` in the test's tmp_path."""
     import requests
 

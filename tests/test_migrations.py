@@ -8,6 +8,7 @@ from alembic.script import ScriptDirectory
 from flask_migrate import upgrade
 from sqlalchemy import create_engine, inspect
 
+from app.cli import init_migrations
 from core.config import PROJECT_ROOT
 from core.db import db
 from tests.conftest import build_app
@@ -33,6 +34,7 @@ def test_upgraded_test_database_matches_the_models(app):
 def test_upgrade_from_empty_on_sqlite_matches_the_models(app_config, tmp_path):
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     fresh = build_app({**app_config, "SQLALCHEMY_DATABASE_URI": url})
+    init_migrations(fresh)
     with fresh.app_context():
         upgrade()
     engine = create_engine(url)

@@ -1,6 +1,6 @@
 """The runner's side of script execution: one sandbox process, fed one task at a time.
 
-Only the `flask jobs runner` process uses this module. It starts `studio/scripting/sandbox.py` with an
+Only the `python -m jobs.runner` process uses this module. It starts `studio/scripting/sandbox.py` with an
 empty environment in an empty directory (the sandbox then locks itself in) and talks to it over
 pipes; the runner itself never evaluates a script.
 """

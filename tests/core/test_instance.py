@@ -7,7 +7,7 @@ import redis
 from sqlalchemy import create_engine, text
 
 from core import config
-from core.redis import start_embedded, stop_embedded
+from core.embedded_redis import start_embedded, stop_embedded
 
 
 def mode(path) -> int:

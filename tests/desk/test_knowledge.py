@@ -8,7 +8,7 @@ from sqlalchemy import event, select, update
 
 from core.clock import BEIJING, to_beijing, utcnow
 from core.db import db
-from core.queue import DEFAULT
+from core.queue_names import DEFAULT
 from desk import knowledge
 from desk.demo import seed_demo
 from desk.knowledge_market import ARTICLES, LICENSE, ORIGIN

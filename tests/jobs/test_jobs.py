@@ -1,17 +1,21 @@
 """Jobs run through a real RQ SimpleWorker in burst mode against the test Redis."""
+import os
 import subprocess
 import time
+from datetime import timedelta
 
 import pytest
 from rq import Queue
+from rq.registry import ScheduledJobRegistry
 
 from core.config import PROJECT_ROOT
-from core.queue import DEFAULT, EVENTS, SCRIPTS, enqueue
+from core.queue_names import ALL_QUEUES, DEFAULT, EVENTS, SCRIPTS
+from core.queue import enqueue
 from core.redis import get_redis
 from desk import events
 from jobs import cron, wiring
 from jobs.worker import AppWorker
-from tests.conftest import FLASK, process_env
+from tests.conftest import CLOCK, FLASK, RUNNER, process_env
 
 SEEN = "test:events:seen"
 RECORD_EVENT = "tests.jobs.test_jobs.record_event"
@@ -167,9 +171,9 @@ def test_flask_jobs_worker_command_runs_jobs_with_the_app_context(app, app_confi
     assert redis_conn.get(cron.HEARTBEAT_KEY) is not None
 
 
-def test_flask_jobs_cron_command_enqueues_the_tick(app, app_config, redis_conn):
-    """The real `flask jobs cron` process enqueues the tick at once, then every 15 seconds."""
-    process = subprocess.Popen([*FLASK, "jobs", "cron"], cwd=PROJECT_ROOT, env=process_env(app_config),
+def test_the_clock_process_enqueues_the_tick(app, app_config, redis_conn):
+    """The real clock process (`python -m jobs.clock`) enqueues the tick at once, then every 15 seconds."""
+    process = subprocess.Popen(CLOCK, cwd=PROJECT_ROOT, env=process_env(app_config),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         default = Queue(DEFAULT, connection=redis_conn)
@@ -185,11 +189,34 @@ def test_flask_jobs_cron_command_enqueues_the_tick(app, app_config, redis_conn):
     assert redis_conn.get(cron.HEARTBEAT_KEY) is not None
 
 
-def test_flask_jobs_runner_command_serves_only_the_scripts_queue(app, app_config, redis_conn):
-    """The real `flask jobs runner --burst` runs script tasks and leaves other queues alone."""
+def test_the_clock_moves_the_due_delayed_jobs_of_every_queue(app, app_config, redis_conn):
+    """Retries and `enqueue_in` wait in RQ's scheduled registries; the clock (no worker runs a
+    scheduler) moves each into its queue once due."""
+    delayed = [Queue(name, connection=redis_conn).enqueue_in(timedelta(seconds=1), "jobs.cron.tick")
+               for name in ALL_QUEUES]
+    assert {job.get_status() for job in delayed} == {"scheduled"}
+    process = subprocess.Popen(CLOCK, cwd=PROJECT_ROOT, env={**os.environ, "REDIS_URL": app_config["REDIS_URL"]},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if not any(job.get_status(refresh=True) == "scheduled" for job in delayed):
+                break
+            time.sleep(0.1)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+    # In its queue now (a session's runner may already have taken the one on `scripts`).
+    for job in delayed:
+        job.refresh()
+    assert all(job.get_status() != "scheduled" and job.enqueued_at is not None for job in delayed)
+    assert [ScheduledJobRegistry(name, connection=redis_conn).count for name in ALL_QUEUES] == [0] * len(ALL_QUEUES)
+
+
+def test_the_runner_process_serves_only_the_scripts_queue(app, app_config, redis_conn):
+    """The real `python -m jobs.runner --burst` runs script tasks and leaves other queues alone."""
     script = Queue(SCRIPTS, connection=redis_conn).enqueue("jobs.tasks.run_script", args=("return {a: 1};", "{}"))
     other = enqueue("jobs.cron.tick", queue_name=DEFAULT)
-    subprocess.run([*FLASK, "jobs", "runner", "--burst"], cwd=PROJECT_ROOT, env=process_env(app_config),
+    subprocess.run([*RUNNER, "--burst"], cwd=PROJECT_ROOT, env={**os.environ, "REDIS_URL": app_config["REDIS_URL"]},
                    check=True, timeout=120, capture_output=True)
     assert script.latest_result().return_value == {"ok": True, "output": {"a": 1}}
     assert other.get_status(refresh=True) == "queued"

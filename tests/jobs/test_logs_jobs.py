@@ -13,9 +13,10 @@ from rq import Queue, SimpleWorker
 
 from core.config import PROJECT_ROOT
 from core.db import db
-from core.queue import DEFAULT, enqueue
+from core.queue_names import DEFAULT
+from core.queue import enqueue
 from desk import events
-from jobs.cli import keep_payloads_out_of_logs
+from jobs.logs import keep_payloads_out_of_logs
 from openapi.apps import create_app
 from tests.conftest import FLASK, process_env
 

@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 from core.clock import utcnow
 from core.config import PROJECT_ROOT
 from core.db import db
-from core.queue import WEBHOOKS
+from core.queue_names import WEBHOOKS
 from openapi import webhooks
 from openapi.apps import revoke
 from openapi.models import WebhookAttempt, WebhookEvent

@@ -12,10 +12,10 @@ from sqlalchemy import select, update
 from core.audit import AuditEntry
 from core.clock import utcnow
 from core.db import db
-from core.queue import DEFAULT
+from core.queue_names import DEFAULT
 from desk.conversations import apply_command, mark_sending, snapshot
 from desk.models import AssignmentReceipt, Channel, Conversation, Customer, Member, Tenant
-from jobs import cron
+from jobs import cron, wiring
 from jobs.worker import AppWorker
 from rules import execution
 from rules.models import AutomationRule, AutomationRun, AutomationRunItem
@@ -247,7 +247,7 @@ def test_the_sweep_reconciles_a_command_left_sending_and_queues_a_lost_one_again
     _age(run, left_sending, stale)
     _age(run, lost, stale)
     _age(run, fresh, stale - 5)
-    assert "rules.execution.sweep" in cron.wiring.tick_handlers()
+    assert "rules.execution.sweep" in wiring.tick_handlers()
     cron.tick()
     assert Queue(DEFAULT, connection=redis_conn).job_ids == [f"command-{run.id}-{lost.id}"]
     _work(app, redis_conn)

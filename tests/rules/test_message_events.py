@@ -11,7 +11,7 @@ from sqlalchemy import func, select, update
 from core.audit import AuditEntry
 from core.clock import utcnow
 from core.db import db
-from core.queue import DEFAULT, EVENTS
+from core.queue_names import DEFAULT, EVENTS
 from desk.channels import create_channel
 from desk.models import AiPointsEntry, AssignmentReceipt, Conversation, Member, Message
 from jobs import cron, wiring

@@ -16,11 +16,11 @@ from core.audit import AuditEntry
 from core.clock import BEIJING, utcnow
 from core.config import PROJECT_ROOT
 from core.db import db
-from core.queue import DEFAULT
+from core.queue_names import DEFAULT
 from desk.channels import create_channel
 from desk.conversations import snapshot
 from desk.models import AiPointsEntry, Conversation, Customer, Member, Message
-from jobs import cron
+from jobs import cron, wiring
 from jobs.worker import AppWorker
 from rules import plans
 from rules.models import AutomationRun, AutomationRunItem
@@ -531,7 +531,7 @@ def test_the_sweep_fails_stuck_runs_and_cancels_old_queued_manual_plans(app, rul
         rule_id, {"created_at": now - timedelta(minutes=16)}, {"created_at": now - timedelta(minutes=14)},
         {"status": "running", "started_at": now - timedelta(minutes=4)},
         {"status": "running", "started_at": now - timedelta(minutes=1)})
-    assert "rules.plans.sweep" in cron.wiring.tick_handlers()
+    assert "rules.plans.sweep" in wiring.tick_handlers()
     cron.tick()
     db.session.expire_all()
     assert [r.status for r in (old_queued, fresh_queued, stuck, busy)] == ["cancelled", "queued", "failed", "running"]

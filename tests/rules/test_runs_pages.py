@@ -10,7 +10,7 @@ from sqlalchemy import event, func, select, update
 
 from core.clock import utcnow
 from core.db import db
-from core.queue import DEFAULT
+from core.queue_names import DEFAULT
 from core.audit import AuditEntry
 from desk.conversations import mark_sending, queue_commands, resolve_uncertain, snapshot
 from desk.models import AssignmentReceipt, Conversation, Member

@@ -12,7 +12,7 @@ from sqlalchemy import func, select, update
 from core.audit import AuditEntry
 from core.clock import BEIJING, format_beijing, iso, utcnow
 from core.db import db
-from core.queue import DEFAULT
+from core.queue_names import DEFAULT
 from desk.channels import create_channel
 from desk.models import AssignmentReceipt, Conversation
 from rules import plans, scheduler

@@ -12,7 +12,7 @@ from sqlalchemy import func, select, update
 
 from core.clock import utcnow
 from core.db import db
-from core.queue import GENERATION
+from core.queue_names import GENERATION
 from desk.models import AiPointsEntry, Conversation, Customer, KnowledgeDocument, Message
 from jobs.worker import AppWorker
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE

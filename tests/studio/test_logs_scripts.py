@@ -1,7 +1,7 @@
 """No submitted input, script source or script output reaches the runner's log.
 
-A real `flask jobs runner` process at DEBUG, its stdout and stderr captured to a file, serves
-simulations and record submissions whose input and source carry a unique marker; the captured log
+A real script runner process (`python -m jobs.runner`) at DEBUG, its stdout and stderr captured to a
+file, serves simulations and record submissions whose input and source carry a unique marker; the captured log
 must not contain the marker anywhere.
 """
 import subprocess
@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from core.config import PROJECT_ROOT
-from tests.conftest import FLASK, process_env
+from tests.conftest import RUNNER, process_env
 from tests.studio.conftest import sample_definition
 
 MARKER = f"mk{uuid.uuid4().hex}"
@@ -23,7 +23,7 @@ class CapturedRunner:
     def __init__(self, app_config: dict, path):
         self.path = path
         self._out = open(path, "wb")
-        self.process = subprocess.Popen([*FLASK, "jobs", "runner", "--log-level", "debug"], cwd=PROJECT_ROOT,
+        self.process = subprocess.Popen([*RUNNER, "--log-level", "debug"], cwd=PROJECT_ROOT,
                                         env={**process_env(app_config), "PYTHONUNBUFFERED": "1"},
                                         stdout=self._out, stderr=subprocess.STDOUT)
         self.wait_for("Listening on")
