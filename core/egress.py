@@ -179,8 +179,9 @@ def _connection(target: Target, address: str, timeout: float) -> HTTPSConnection
 
 class _Alarm:
     """`threading.Timer`'s start and cancel on one watchdog thread per process, which rings each
-    alarm at its deadline, instead of a thread per attempt. A process forked after it started
-    (none is, here) starts its own."""
+    alarm at its deadline, instead of a thread per attempt. Cancelled alarms are dropped whenever
+    they reach the front, so the thread wakes only for a deadline that may still ring. A process
+    forked after it started (none is, here) starts its own."""
 
     _due: list = []  # heap of (deadline, sequence, alarm)
     _changed = threading.Condition()
@@ -197,21 +198,30 @@ class _Alarm:
                 _Alarm._pid, _Alarm._due = os.getpid(), []
                 threading.Thread(target=_Alarm._watch, name="egress-watchdog", daemon=True).start()
             heapq.heappush(_Alarm._due, (self.deadline, next(self._sequence), self))
-            self._changed.notify()
+            if _Alarm._due[0][2] is self:  # the new earliest deadline: the thread must wake sooner
+                self._changed.notify()
 
     def cancel(self) -> None:
         """Never ring (a ring already under way finishes, like a Timer's)."""
         self.cancelled, self.ring = True, None
 
     @classmethod
+    def _next(cls) -> "_Alarm":
+        """Wait for the next alarm that is due and not cancelled, and take it off the heap."""
+        with cls._changed:
+            while True:
+                while cls._due and cls._due[0][2].cancelled:
+                    heapq.heappop(cls._due)
+                if cls._due and cls._due[0][0] <= time.monotonic():
+                    return heapq.heappop(cls._due)[2]
+                cls._changed.wait(cls._due[0][0] - time.monotonic() if cls._due else None)
+
+    @classmethod
     def _watch(cls) -> None:
         while True:
-            with cls._changed:
-                while not cls._due or cls._due[0][0] > time.monotonic():
-                    cls._changed.wait(cls._due[0][0] - time.monotonic() if cls._due else None)
-                alarm = heapq.heappop(cls._due)[2]
+            alarm = cls._next()
             ring = alarm.ring
-            if not alarm.cancelled and ring is not None:
+            if ring is not None:
                 ring()
 
 
