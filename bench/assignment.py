@@ -41,8 +41,8 @@ from sqlalchemy import bindparam, event, literal, select, update
 from bench.common import bench_app, percentile, process_env, running_workers, target
 from core.crypto import hmac_sha256_hex
 from core.db import db
-from core.queue_names import EVENTS
 from core.queue import queue as rq_queue
+from core.queue_names import EVENTS
 from desk.channels import create_channel
 from desk.conversations import apply_command, mark_sending, queue_commands, snapshot
 from desk.events import MESSAGE_RECEIVED

@@ -11,8 +11,8 @@ import uuid
 from flask import current_app
 from rq import Retry
 
-from core.queue_names import EVENTS
 from core.queue import enqueue
+from core.queue_names import EVENTS
 
 log = logging.getLogger(__name__)
 

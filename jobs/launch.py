@@ -15,7 +15,7 @@ from core.embedded_redis import start_embedded, stop_embedded
 
 
 def main() -> int:
-    """Prepare, then supervise web, worker, generator, runner and clock until Ctrl+C."""
+    """Prepare, then supervise web, worker, generator, runner and cron (the clock) until Ctrl+C."""
     env = dict(os.environ)
     if not env.get("REDIS_URL"):
         env["REDIS_URL"] = start_embedded(INSTANCE_PATH / "redis.db")

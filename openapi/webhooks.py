@@ -25,8 +25,8 @@ from core.config import require_shorter
 from core.crypto import decrypt_cached, hmac_sha256_hex
 from core.db import db
 from core.egress import EgressFailed, EgressRefused, post
-from core.queue_names import WEBHOOKS
 from core.queue import enqueue
+from core.queue_names import WEBHOOKS
 from openapi.models import OpenApp, OpenRecord, WebhookAttempt, WebhookEvent
 
 EVENT_TYPE = "app.record.created"

@@ -19,8 +19,8 @@ from core.clock import utcnow
 from core.db import db, end_reads
 from core.guards import only_properties
 from core.limits import hit_fixed_window
-from core.queue_names import DEFAULT
 from core.queue import JobSpec
+from core.queue_names import DEFAULT
 from core.redis import get_redis
 from desk.conversations import snapshot
 from desk.models import Conversation, Message

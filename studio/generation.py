@@ -30,8 +30,8 @@ from core.config import require_shorter
 from core.db import db, end_reads, tenant_row
 from core.model import complete_json, model_state
 from core.prompt import fenced
-from core.queue_names import GENERATION
 from core.queue import JobSpec, commit_then_enqueue
+from core.queue_names import GENERATION
 from core.text import storable
 from desk.models import Tenant
 from desk.points import record_use

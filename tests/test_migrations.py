@@ -50,3 +50,17 @@ def test_models_and_migrations_agree_per_flask_db_check(app_config, tmp_path):
     subprocess.run([*flask, "upgrade"], env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
     check = subprocess.run([*flask, "check"], env=env, cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_flask_prepare_upgrades_and_seeds_an_empty_database_once(app, app_config, tmp_path):
+    """What `make run` runs before starting the processes (in a process of its own)."""
+    url = f"sqlite:///{tmp_path / 'prepare.db'}"
+    env = {"DATABASE_URL": url, "REDIS_URL": app_config["REDIS_URL"], "SECRET_KEY": "x",
+           "ENCRYPTION_KEY": app_config["ENCRYPTION_KEY"], "PATH": "/usr/bin:/bin"}
+    prepare = [sys.executable, "-m", "flask", "--app", "app", "prepare"]
+    first = subprocess.run(prepare, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
+    assert "admin@acme.example" in first.stdout and "demo-pass-2026" in first.stdout
+    engine = create_engine(url)
+    assert _differences(engine) == []
+    again = subprocess.run(prepare, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
+    assert "already has tenants" in again.stdout and "admin@acme.example" not in again.stdout

@@ -38,12 +38,18 @@ def test_a_webhook_lease_shorter_than_the_delivery_job_stops_start_up(app_config
 
 
 @pytest.mark.parametrize("module, name, value, named", [
-    (plans, "JOB_TIMEOUT", 200, "rules.plans.JOB_TIMEOUT is 200 s, but it must be shorter than rules.plans.STUCK_AFTER (180 s)"),
-    (plans, "BUDGET_SECONDS", 130.0, "rules.plans.BUDGET_SECONDS is 130 s, but it must be shorter than rules.plans.JOB_TIMEOUT (120 s)"),
-    (scheduler, "LEASE_SECONDS", 120.0, "rules.scheduler.LEASE_SECONDS is 120 s, but it must equal rules.plans.STUCK_AFTER (180 s)"),
-    (execution, "COMMAND_TIMEOUT", 150, "rules.execution.COMMAND_TIMEOUT is 150 s, but it must be shorter than rules.execution.STALE_AFTER (120 s)"),
-    (webhooks, "ATTEMPT_SECONDS", 45, "openapi.webhooks.ATTEMPT_SECONDS is 45 s, but it must be shorter than openapi.webhooks.JOB_SECONDS (30 s)"),
-    (records, "RESERVATION_SECONDS", 1, "TASK_SECONDS) is 2 s, but it must be shorter than studio.records.RESERVATION_SECONDS (1 s)"),
+    (plans, "JOB_TIMEOUT", 200,
+     "rules.plans.JOB_TIMEOUT is 200 s, but it must be shorter than rules.plans.STUCK_AFTER (180 s)"),
+    (plans, "BUDGET_SECONDS", 130.0,
+     "rules.plans.BUDGET_SECONDS is 130 s, but it must be shorter than rules.plans.JOB_TIMEOUT (120 s)"),
+    (scheduler, "LEASE_SECONDS", 120.0,
+     "rules.scheduler.LEASE_SECONDS is 120 s, but it must equal rules.plans.STUCK_AFTER (180 s)"),
+    (execution, "COMMAND_TIMEOUT", 150,
+     "rules.execution.COMMAND_TIMEOUT is 150 s, but it must be shorter than rules.execution.STALE_AFTER (120 s)"),
+    (webhooks, "ATTEMPT_SECONDS", 45,
+     "openapi.webhooks.ATTEMPT_SECONDS is 45 s, but it must be shorter than openapi.webhooks.JOB_SECONDS (30 s)"),
+    (records, "RESERVATION_SECONDS", 1,
+     "TASK_SECONDS) is 2 s, but it must be shorter than studio.records.RESERVATION_SECONDS (1 s)"),
 ])
 def test_a_constant_that_breaks_its_timing_rule_stops_start_up(app_config, monkeypatch, module, name, value, named):
     monkeypatch.setattr(module, name, value)

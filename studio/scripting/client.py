@@ -18,8 +18,8 @@ from core.api import ApiError
 from core.db import end_reads
 from core.limits import Semaphore, hit_fixed_window
 from core.redis import get_redis
-from core.queue_names import SCRIPTS
 from core.queue import enqueue
+from core.queue_names import SCRIPTS
 from studio.catalog import LIMITS
 from studio.engine import validate_input
 

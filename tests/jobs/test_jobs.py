@@ -9,8 +9,8 @@ from rq import Queue
 from rq.registry import ScheduledJobRegistry
 
 from core.config import PROJECT_ROOT
-from core.queue_names import ALL_QUEUES, DEFAULT, EVENTS, SCRIPTS
 from core.queue import enqueue
+from core.queue_names import ALL_QUEUES, DEFAULT, EVENTS, SCRIPTS
 from core.redis import get_redis
 from desk import events
 from jobs import cron, wiring

@@ -13,8 +13,8 @@ from rq import Queue, SimpleWorker
 
 from core.config import PROJECT_ROOT
 from core.db import db
-from core.queue_names import DEFAULT
 from core.queue import enqueue
+from core.queue_names import DEFAULT
 from desk import events
 from jobs.logs import keep_payloads_out_of_logs
 from openapi.apps import create_app

@@ -9,8 +9,8 @@ from sqlalchemy.exc import DBAPIError
 
 from core.config import PROJECT_ROOT
 from core.db import db
-from core.queue_names import DEFAULT
 from core.queue import enqueue
+from core.queue_names import DEFAULT
 from desk.models import Tenant
 from desk.tenancy import create_tenant
 from tests.conftest import FLASK, process_env

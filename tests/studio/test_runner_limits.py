@@ -11,8 +11,8 @@ import pytest
 from rq.registry import StartedJobRegistry
 
 from core.redis import get_redis
-from core.queue_names import SCRIPTS
 from core.queue import queue
+from core.queue_names import SCRIPTS
 from studio.scripting.client import _tenant_slots
 from tests.conftest import login, seat
 from tests.studio.conftest import ConsoleApi, sample_definition

@@ -12,8 +12,8 @@ from sqlalchemy import func, select
 
 from core.db import db
 from core.redis import get_redis
-from core.queue_names import SCRIPTS
 from core.queue import queue
+from core.queue_names import SCRIPTS
 from studio.models import StudioRecord
 from core.api import ApiError
 from core.config import PROJECT_ROOT
