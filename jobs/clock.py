@@ -15,7 +15,7 @@ from core.queue_names import ALL_QUEUES, DEFAULT
 from jobs.cron import TICK_SECONDS, tick
 from jobs.logs import FORMAT
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("jobs.clock")  # also when run as __main__
 
 
 def run(connection: Redis, stop: list) -> None:
