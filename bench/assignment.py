@@ -39,6 +39,7 @@ from pathlib import Path
 from sqlalchemy import bindparam, event, literal, select, update
 
 from bench.common import bench_app, percentile, process_env, running_workers, target
+from core.config import CONTINUOUS_ASSIGNMENT
 from core.crypto import hmac_sha256_hex
 from core.db import db
 from core.queue import queue as rq_queue
@@ -59,7 +60,7 @@ LATENCY_TARGET = 5  # median latency <= 5 x the median inbound request
 MESSAGES = 200
 WARM_UP = 10  # untimed messages first: the workers' imports, connections and caches
 WORKERS = 2  # `flask jobs worker` processes, each on events, webhooks and default
-SWITCHES = {name: "1" for name in message_events.SWITCHES}
+SWITCHES = {name: "1" for name in CONTINUOUS_ASSIGNMENT}
 POLL_SECONDS = 0.001
 GIVE_UP_SECONDS = 30.0
 SUBSCRIBER = "rules.message_events.on_message_received"
