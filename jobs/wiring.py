@@ -1,8 +1,9 @@
 """The one list of job entry points, tick handlers and event subscribers.
 
 Nothing registers itself when imported: what runs on a tick or on an event is written here, and
-every process reads it from here (the worker, runner and cron commands check it at start; the web
-process loads it with those commands). Every name is an import path, which jobs already queued
+every process reads it from here (`flask jobs worker` checks it at start; the web process loads it
+with the commands the app registers; the app-free runner and clock import only the entry point
+each runs). Every name is an import path, which jobs already queued
 carry: rename one only together with a shim for them.
 
 The production lists are tuples. An app's config may add to them (`EXTRA_TICK_HANDLERS`,
