@@ -1,5 +1,5 @@
 """Untrusted text inside a prompt for the platform model: one way to fence it (docs/security.md,
-"Prompts sent to models")."""
+"AI drafts (generation)")."""
 import re
 
 _DELIMITER_RUN = re.compile(r"<{3,}|>{3,}")
