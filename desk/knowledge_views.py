@@ -11,6 +11,7 @@ from redis.exceptions import RedisError
 from core.api import ApiError
 from core.clock import to_beijing, utcnow
 from core.db import db
+from core.forms import form_integer
 from core.queue import enqueue
 from core.web import htmx
 from desk import knowledge
@@ -123,7 +124,7 @@ def save_version(document_id: uuid.UUID):
     if errors:
         return _render_document(doc, 422, edit_errors=_messages(errors), edit_form=request.form)
     try:
-        knowledge.save_version(doc, current_user.id, request.form.get("version", 0, type=int),
+        knowledge.save_version(doc, current_user.id, form_integer(request.form.get("version")) or 0,
                                request.form.get("title"), request.form.get("body"))
     except ApiError:
         db.session.rollback()
@@ -152,7 +153,7 @@ def publish(document_id: uuid.UUID):
     """Publish the version shown, then queue its safe processing."""
     doc = knowledge.get_document(current_member().tenant_id, document_id)
     try:
-        knowledge.publish(doc, current_user.id, request.form.get("version", 0, type=int))
+        knowledge.publish(doc, current_user.id, form_integer(request.form.get("version")) or 0)
     except ApiError:
         db.session.rollback()
         flash(CONFLICT.format(version=doc.version), "error")

@@ -7,10 +7,11 @@ from datetime import datetime
 from werkzeug.datastructures import MultiDict
 
 from core.clock import beijing_to_utc, to_beijing, utcnow
+from core.forms import form_decimal, form_integer
 from core.labels import RESERVED_LABEL
 from rules.catalog import LIMITS
 from rules import definition as rule_definition
-from rules.preview import SAMPLE_ID_CHARS, SAMPLE_STATUSES
+from rules.preview import INSTANT_YEARS, SAMPLE_ID_CHARS, SAMPLE_STATUSES
 
 WEEKDAYS = tuple(zip(map(str, rule_definition.WEEKDAYS), ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")))
 MAX_SLOT_ROWS = LIMITS["slots"]
@@ -62,11 +63,7 @@ def definition_to_form(definition: dict) -> dict:
 
 def _rows(form: MultiDict, prefix: str) -> int:
     """How many rows of a repeated group the form posted (`<prefix>_count`), bounded."""
-    try:
-        count = int(form.get(f"{prefix}_count", "0"))
-    except ValueError:
-        return 0
-    return max(0, min(count, _ROW_CAP))
+    return min(form_integer(form.get(f"{prefix}_count")) or 0, _ROW_CAP)
 
 
 def _ref(member: str, placeholder: str) -> str:
@@ -74,12 +71,11 @@ def _ref(member: str, placeholder: str) -> str:
     return member or placeholder.strip()
 
 
-def _number(text: str, kind: type):
-    """A number typed into a form; text that is not one is passed on for the service to refuse."""
-    try:
-        return kind(text.strip())
-    except ValueError:
-        return text
+def _number(text: str, read):
+    """A number typed into a form (`read`: core.forms' reader); text that is not one is passed on
+    for the service to refuse at its path."""
+    number = read(text)
+    return text if number is None else number
 
 
 def _split(text: str) -> list[str]:
@@ -109,18 +105,18 @@ def values_to_definition(values: dict) -> dict:
     definition = {
         "schema_version": rule_definition.SCHEMA_VERSIONS[-1], "name": values["name"],
         "timezone": rule_definition.TIMEZONES[0], "trigger": values["trigger"],
-        "slots": [{"weekdays": [_number(day, int) for day in slot["weekdays"]], "time": slot["time"].strip(),
+        "slots": [{"weekdays": [_number(day, form_integer) for day in slot["weekdays"]], "time": slot["time"].strip(),
                    "assignee_ref": _ref(slot["member"], slot["placeholder"])}
                   for slot in values["slots"]] if weekly else [],
         "assignee_ref": "" if weekly else _ref(values["assignee"]["member"], values["assignee"]["placeholder"]),
         "keywords": _split(values["keywords"]) if values["filter"] == "keywords" else [],
         "statuses": values["statuses"],
         "overwrite_assigned": values["overwrite_assigned"],
-        "max_actions": _number(values["max_actions"], int),
+        "max_actions": _number(values["max_actions"], form_integer),
     }
     if values["filter"] == "semantic":
         definition["semantic"] = {"labels": _split(values["labels"]),
-                                  "min_confidence": _number(values["min_confidence"], float)}
+                                  "min_confidence": _number(values["min_confidence"], form_decimal)}
     return definition
 
 
@@ -180,13 +176,13 @@ def instant_value(moment: datetime | None = None) -> str:
 
 def instant_to_utc(text: str) -> str:
     """The datetime-local value (Beijing time) as the UTC ISO 8601 instant the preview takes;
-    text that is not a time is passed on for the service to refuse."""
+    text that is not a time of the accepted years is passed on for the service to refuse."""
     try:
         local = datetime.fromisoformat(text.strip())
     except ValueError:
         return text
-    if local.tzinfo is not None:
-        return text
+    if local.tzinfo is not None or not INSTANT_YEARS[0] <= local.year <= INSTANT_YEARS[1]:
+        return text  # converting year 1 or 9999 would leave datetime's range
     return beijing_to_utc(local).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -267,7 +263,8 @@ def preview_error_message(code: str, detail: str | None, origins: list[str]) -> 
     if code == "semantic_confirmation_required":
         return "Tick the confirmation for a semantic preview: the samples go to the platform's model and use AI points."
     if code == "invalid_instant":
-        return "Choose the instant as a date and time (Beijing time)."
+        return (f"Choose the instant as a date and time (Beijing time) from {INSTANT_YEARS[0]} to "
+                f"{INSTANT_YEARS[1]}.")
     match = _SAMPLE_PATH.match(detail or "")
     if code in ("invalid_samples", "required_field_missing") and match:
         index, name = int(match[1]), match[2]

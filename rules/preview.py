@@ -26,6 +26,8 @@ SAMPLE_ID_CHARS = 64
 # A UTC ISO 8601 date-time: seconds and fraction optional, the zone `Z` or `+00:00` only.
 INSTANT_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|\+00:00)", re.ASCII)
 INVALID_SAMPLES = "invalid_samples"
+# The instants a preview accepts: UTC years 2000 to 2199 (docs/decisions.md, "Automation preview").
+INSTANT_YEARS = (2000, 2199)
 
 
 def preview(tenant_id: uuid.UUID, body: dict) -> dict:
@@ -75,13 +77,17 @@ def _rule(raw: object) -> dict:
 
 
 def _instant(value: object) -> datetime:
-    """A UTC ISO 8601 date-time (`Z` or `+00:00`) as an aware datetime, else 400 invalid_instant."""
+    """A UTC ISO 8601 date-time (`Z` or `+00:00`) of the years 2000 to 2199 as an aware datetime,
+    else 400 invalid_instant (so the week and next-times arithmetic stays far from datetime's ends)."""
     if not isinstance(value, str) or not INSTANT_RE.fullmatch(value):
         raise ApiError("invalid_instant", 400, detail="instant")
     try:
-        return datetime.fromisoformat(value).astimezone(timezone.utc)
+        instant = datetime.fromisoformat(value).astimezone(timezone.utc)
     except ValueError:  # no such calendar day or hour
         raise ApiError("invalid_instant", 400, detail="instant") from None
+    if not INSTANT_YEARS[0] <= instant.year <= INSTANT_YEARS[1]:
+        raise ApiError("invalid_instant", 400, detail="instant")
+    return instant
 
 
 def _samples(value: object, limit: int) -> list[dict]:

@@ -11,6 +11,7 @@ from core.api import ApiError
 from core.capabilities import CAPABILITY_VERSION
 from core.clock import format_beijing
 from core.db import db
+from core.forms import form_integer, integer_or_text
 from core.model import model_state
 from core.web import close_when_off, htmx, redirect_to
 from desk.sessions import admin_console_required, current_member
@@ -139,7 +140,7 @@ def _ai_draft(text: str) -> dict | None:
 @admin_console_required
 def rule_page(rule_id: uuid.UUID):
     """One rule: state, revisions, editor, preview, publishing and pause."""
-    return _render_editor(rule_id, None, selected=request.args.get("revision", type=int))
+    return _render_editor(rule_id, None, selected=form_integer(request.args.get("revision")))
 
 
 def _posted_editor() -> dict:
@@ -155,8 +156,8 @@ def _save(rule_id: uuid.UUID | None):
     posted = _posted_editor()
     body = {"definition": forms.values_to_definition(posted["values"])}
     if rule_id:
-        text = request.form.get("expected_revision", "")
-        body |= {"rule_id": str(rule_id), "expected_revision": int(text) if text.isdigit() else text}
+        body |= {"rule_id": str(rule_id),
+                 "expected_revision": integer_or_text(request.form.get("expected_revision", ""))}
     try:
         saved = service.save_rule(current_member().tenant_id, current_user.id, body)
     except ApiError as err:
@@ -206,7 +207,8 @@ def editor_rows():
     whole editor page otherwise."""
     op, _, index = request.form.get("op", "").partition(":")
     posted = _posted_editor()
-    part = _change_rows(posted, op, int(index) if index.isdigit() else -1)
+    position = form_integer(index)
+    part = _change_rows(posted, op, -1 if position is None else position)
     rule_id = _rule_id(request.form.get("rule_id", ""))
     if not htmx:
         return _render_editor(rule_id, posted.pop("values"), **posted)
@@ -275,9 +277,9 @@ def publish(rule_id: uuid.UUID):
     """Publish a revision in the chosen mode after the administrator confirmed its exact permissions."""
     tenant_id = current_member().tenant_id
     form = request.form
-    number = form.get("revision", type=int) or 0
+    number = form_integer(form.get("revision")) or 0
     mode = form.get("execution_mode", "plan_only")
-    expected = form.get("expected_active_revision", "")
+    expected = form.get("expected_active_revision", "").strip()
     try:
         revision = next((v for v in service.rule_versions(tenant_id, rule_id)["versions"]
                          if v["revision"] == number), None)
@@ -287,7 +289,7 @@ def publish(rule_id: uuid.UUID):
         permissions = service.required_permissions(revision["definition"], mode) \
             if confirmed and mode in EXECUTION_MODES else []
         service.publish(tenant_id, current_user.id, rule_id, {
-            "revision": number, "expected_active_revision": int(expected) if expected.isdigit() else None,
+            "revision": number, "expected_active_revision": integer_or_text(expected) if expected else None,
             "permissions": permissions, "confirm": confirmed, "execution_mode": mode})
     except ApiError as err:
         db.session.rollback()

@@ -4,15 +4,13 @@ import json
 from werkzeug.datastructures import MultiDict
 
 from core.api import ApiError
+from core.forms import form_decimal
 
 
 def _number(text: str):
-    """A number typed into a form; unparseable text is passed on for the engine to refuse."""
-    try:
-        value = float(text)
-    except ValueError:
-        return text
-    return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
+    """A number typed into a form; any other text is passed on for the engine to refuse."""
+    number = form_decimal(text)
+    return text if number is None else number
 
 
 def form_to_input(definition: dict, form: MultiDict) -> dict:

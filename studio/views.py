@@ -8,6 +8,7 @@ from flask_login import current_user
 
 from core.api import ApiError, parse_uuid
 from core.db import db
+from core.forms import form_integer
 from core.model import model_state
 from core.web import close_when_off, htmx, redirect_to
 from desk.sessions import admin_console_required, current_member
@@ -104,7 +105,7 @@ def _render_app(found, selected: int | None = None, status: int = 200, **extra):
 def app_page(app_id: uuid.UUID):
     """One application: versions, editor, simulation, publishing, ledger and charts."""
     found = apps.get_app(current_member().tenant_id, app_id)
-    return _render_app(found, request.args.get("version", type=int))
+    return _render_app(found, form_integer(request.args.get("version")))
 
 
 @bp.post("/extensions/<uuid:app_id>/versions")
@@ -131,8 +132,7 @@ def save_version(app_id: uuid.UUID):
 def simulate(app_id: uuid.UUID):
     """Run the selected version's rules on the form's sample input (nothing is saved)."""
     found = apps.get_app(current_member().tenant_id, app_id)
-    number = request.form.get("version", type=int)
-    version = apps.get_version(found, number or 0)
+    version = apps.get_version(found, form_integer(request.form.get("version")) or 0)
     try:
         result = apps.simulate(found, current_user.id, version.version, form_to_input(version.definition, request.form))
     except ApiError as err:
@@ -149,8 +149,8 @@ def simulate(app_id: uuid.UUID):
 def publish(app_id: uuid.UUID):
     """Publish, re-enable or roll back after the administrator confirmed the permissions."""
     found = apps.get_app(current_member().tenant_id, app_id)
-    number = request.form.get("version", type=int) or 0
-    expected = request.form.get("expected_active_version", type=int)
+    number = form_integer(request.form.get("version")) or 0
+    expected = form_integer(request.form.get("expected_active_version"))
     permissions = PUBLISH_PERMISSIONS if request.form.get("confirm_permissions") == "on" else None
     try:
         apps.publish(found, current_user.id, number, expected, permissions,

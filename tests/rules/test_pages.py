@@ -284,6 +284,44 @@ def test_the_instant_is_read_as_beijing_time():
     assert forms.instant_to_utc("not a time") == "not a time"
 
 
+@pytest.mark.parametrize("instant", ["0001-01-01T00:00", "9999-12-31T23:59", "1999-06-01T12:00", "2200-01-01T08:00"])
+def test_a_far_instant_is_the_preview_s_own_message_not_an_error(admin_client, instant):
+    response = _form(admin_client, f"{BASE}/preview", editor(instant=instant), headers=HTMX)
+    assert response.status_code == 422
+    assert "invalid_instant" in _text(response) and "from 2000 to 2199" in _text(response)
+
+
+@pytest.mark.parametrize("op, slots", [("add_slot:²", 3), ("remove_slot:" + "9" * 5000, 2), ("remove_slot:١", 2),
+                                       ("remove_slot:", 2), ("remove_sample:-1", None)])
+def test_row_buttons_with_odd_numbers_never_fail_and_remove_no_row(admin_client, op, slots):
+    response = _form(admin_client, f"{BASE}/editor", editor(op=op), headers=HTMX)
+    assert response.status_code == 200
+    if slots:
+        page = _text(response)
+        assert f'name="slots-{slots - 1}-time"' in page and f'name="slots-{slots}-time"' not in page
+
+
+@pytest.mark.parametrize("expected", ["²", "9" * 5000, "١", "1_0", " "])
+def test_an_odd_expected_revision_is_refused_on_the_page(admin_client, saved_rule, agents, expected):
+    response = _form(admin_client, f"{BASE}/{saved_rule}/revisions", bound(*agents, expected_revision=expected))
+    assert response.status_code in (409, 422)
+    assert db.session.scalar(select(AutomationRule.latest_revision).where(
+        AutomationRule.id == uuid.UUID(saved_rule))) == 1
+
+
+@pytest.mark.parametrize("expected", ["²", "9" * 5000, "١"])
+def test_an_odd_expected_active_revision_is_refused_with_a_message(admin_client, saved_rule, planning, expected):
+    page = _text(publish(admin_client, saved_rule, expected=expected))
+    assert "Publishing failed: invalid_version" in page
+    assert db.session.scalar(select(AutomationRule.state).where(AutomationRule.id == uuid.UUID(saved_rule))) == "draft"
+
+
+def test_other_scripts_digits_never_name_a_revision(admin_client, saved_rule, planning):
+    page = _text(publish(admin_client, saved_rule, revision="١"))  # int("١") would read 1
+    assert db.session.scalar(select(AutomationRule.state).where(AutomationRule.id == uuid.UUID(saved_rule))) == "draft"
+    assert admin_client.get(f"{BASE}/{saved_rule}?revision=%C2%B2").status_code == 200 and page
+
+
 def test_pasted_samples_take_an_optional_status_before_a_tab():
     assert forms.pasted_samples("pending\tRefund\r\n\nHello\tthere\n") == [
         {"id": "p1", "text": "Refund", "status": "pending", "assignee_ref": None},

@@ -414,6 +414,11 @@ def test_an_unconfigured_model_is_refused_and_meters_nothing(preview, app, monke
     ({"instant": "2026-02-30T16:00:00Z"}, ("invalid_instant", "instant")),
     ({"instant": "2026-11-22T24:00:00Z"}, ("invalid_instant", "instant")),
     ({"instant": 1795363200}, ("invalid_instant", "instant")),
+    ({"instant": "9999-12-31T15:00:00Z"}, ("invalid_instant", "instant")),  # the week's arithmetic overflowed
+    ({"instant": "9999-12-29T00:00Z"}, ("invalid_instant", "instant")),
+    ({"instant": "0001-01-01T00:00:00Z"}, ("invalid_instant", "instant")),
+    ({"instant": "1999-12-31T23:59:59Z"}, ("invalid_instant", "instant")),
+    ({"instant": "2200-01-01T00:00:00Z"}, ("invalid_instant", "instant")),
 ])
 def test_each_refusal_names_its_code_and_path(preview, change, expected):
     assert refusal(preview({**body(keyword_rule(), [sample("s1")]), **change})) == (400, *expected)
@@ -446,3 +451,10 @@ def test_agents_are_refused(agent_client, model_server):
 def test_anonymous_requests_are_refused(client):
     response = client.post("/api/extensions/automation-preview", json=body(weekly(), []), headers=ORIGIN)
     assert response.status_code == 401
+
+
+def test_the_instant_may_be_any_moment_of_the_years_2000_to_2199_and_next_times_stay_in_range(preview):
+    first = data(preview(body(weekly(), [], instant="2000-01-01T00:00:00Z")))
+    last = data(preview(body(weekly(), [], instant="2199-12-31T23:59:59.999999Z")))
+    assert len(first["next_planned_times"]) == len(last["next_planned_times"]) == 5
+    assert last["next_planned_times"][-1].startswith("2200-01")

@@ -137,6 +137,21 @@ def test_simulation_form_error_names_the_field(admin_client, draft_app):
     assert response.status_code == 422 and "input.title" in _text(response)
 
 
+@pytest.mark.parametrize("version", ["١", "²", "9" * 5000, "1_0"])
+def test_a_version_in_other_digits_or_too_long_is_not_found_not_version_1(admin_client, draft_app, version):
+    response = _form(admin_client, f"/extensions/{draft_app}/simulate", {"version": version, "f_title": "Refund"},
+                     headers={"HX-Request": "true"})
+    assert response.status_code == 404  # int("١") would have simulated version 1
+    assert admin_client.get(f"/extensions/{draft_app}?version={version}").status_code == 200
+
+
+@pytest.mark.parametrize("amount", ["١٥٠", "150²", "1" * 5000])
+def test_a_number_field_takes_ascii_digits_only(admin_client, draft_app, amount):
+    response = _form(admin_client, f"/extensions/{draft_app}/simulate",
+                     {"version": "1", "f_title": "Refund", "f_amount": amount}, headers={"HX-Request": "true"})
+    assert response.status_code == 422 and "input.amount" in _text(response)
+
+
 def test_publish_dialog_shows_the_exact_permission_array(api, admin_client, draft_app):
     api.simulate(draft_app)
     page = _text(admin_client.get(f"/extensions/{draft_app}"))
