@@ -1,11 +1,11 @@
 """Request guards for the console JSON API: same origin, size limit, JSON object bodies."""
-import json
 from urllib.parse import urlsplit
 
 from flask import request
 from gunicorn.http.errors import ParseException as ServerParseError
 from werkzeug.exceptions import BadRequest, RequestEntityTooLarge
 
+from core import strict_json
 from core.api import ApiError
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -43,14 +43,17 @@ def read_limited_body(limit: int, malformed: str = "invalid_json") -> bytes:
     return raw
 
 
-def parse_json_object(raw: bytes) -> dict:
-    """Parse bytes as exactly one JSON object (no NaN/Infinity), else 400 invalid_json."""
+def parse_json_object(raw: bytes, code: str = "invalid_json", repeated: str | None = None) -> dict:
+    """Parse bytes as exactly one JSON object through the strict reader (UTF-8, no NaN/Infinity),
+    else `400 code`; a name given twice is `400 repeated` (or `code`) naming it."""
     try:
-        body = json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
-        raise ApiError("invalid_json", 400) from None
+        body = strict_json.loads(raw)
+    except strict_json.DuplicateName as twice:
+        raise ApiError(repeated or code, 400, detail=twice.name) from None
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
+        raise ApiError(code, 400) from None
     if not isinstance(body, dict):
-        raise ApiError("invalid_json", 400)
+        raise ApiError(code, 400)
     return body
 
 
@@ -61,11 +64,6 @@ def console_json_body(limit: int) -> dict:
     if request.mimetype != "application/json":
         raise ApiError("invalid_json", 400)
     return parse_json_object(raw)
-
-
-def _reject_constant(name: str):
-    """NaN and Infinity are not JSON."""
-    raise ValueError(name)
 
 
 def only_properties(body: dict, allowed: tuple[str, ...], required: tuple[str, ...] = (), *,

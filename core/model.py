@@ -21,6 +21,7 @@ import requests
 import urllib3
 from flask import current_app
 
+from core import strict_json
 from core.api import ApiError
 from core.db import end_reads
 
@@ -200,15 +201,11 @@ def _check_status(status: int) -> None:
     raise ApiError(UNAVAILABLE if status >= 500 else REQUEST_FAILED, 503)
 
 
-def _refuse_constant(name: str) -> None:
-    """NaN and Infinity are not JSON."""
-    raise ValueError(name)
-
-
 def _parse_json(text: str | bytes) -> object:
-    """Strict JSON; anything else (deeply nested too) is 502 model_invalid_response."""
+    """The strict reader's JSON (a name given twice too is refused); anything else, deeply nested
+    too, is 502 model_invalid_response."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return strict_json.loads(text)
     except (ValueError, RecursionError):
         raise ApiError(INVALID_RESPONSE, 502) from None
 

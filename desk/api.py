@@ -28,7 +28,7 @@ def inbound_message(channel_id: uuid.UUID):
     raw = read_limited_body(INBOUND_BODY_LIMIT)
     verify_signature(channel, request.headers.get("X-Channel-Timestamp"),
                      request.headers.get("X-Channel-Signature"), raw, time.time())
-    stored = store_inbound(channel, parse_inbound(parse_json_object(raw)))
+    stored = store_inbound(channel, parse_inbound(parse_json_object(raw, repeated="invalid_message")))
     if stored.duplicate:
         db.session.rollback()  # a replay changes nothing
     else:

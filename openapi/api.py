@@ -97,10 +97,7 @@ def _record_body() -> object:
     raw = read_limited_body(BODY_LIMIT, malformed="invalid_record")
     if request.mimetype != "application/json":
         raise ApiError("invalid_record", 400)
-    try:
-        body = parse_json_object(raw)
-    except ApiError:
-        raise ApiError("invalid_record", 400) from None
+    body = parse_json_object(raw, "invalid_record")
     if set(body) != {"data"}:
         raise ApiError("invalid_record", 400)
     return body["data"]

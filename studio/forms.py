@@ -3,6 +3,7 @@ import json
 
 from werkzeug.datastructures import MultiDict
 
+from core import strict_json
 from core.api import ApiError
 from core.forms import form_decimal
 
@@ -29,11 +30,14 @@ def form_to_input(definition: dict, form: MultiDict) -> dict:
 
 
 def parse_definition_text(text: str) -> object:
-    """The advanced editor's text as JSON (None when it is not JSON at all)."""
+    """The advanced editor's text as JSON through the strict reader: `400 invalid_json` when it is
+    not JSON, or names a property twice (which copy would count is not for us to guess)."""
     try:
-        return json.loads(text)
+        return strict_json.loads(text)
+    except strict_json.DuplicateName as twice:
+        raise ApiError("invalid_json", 400, detail=f"the text names {json.dumps(twice.name)} twice") from None
     except (ValueError, RecursionError):  # RecursionError: nested too deeply to be a definition
-        return None
+        raise ApiError("invalid_json", 400, detail="the text is not valid JSON") from None
 
 
 def split_script(definition: dict) -> tuple[dict, str]:

@@ -114,11 +114,8 @@ def save_version(app_id: uuid.UUID):
     """Save the advanced editor's JSON and script as a new draft version."""
     found = apps.get_app(current_member().tenant_id, app_id)
     text, script = request.form.get("definition", ""), request.form.get("script", "")
-    raw = parse_definition_text(text)
     try:
-        if raw is None:
-            raise ApiError("invalid_json", 400, detail="the text is not valid JSON")
-        version = apps.add_version(found, current_user.id, with_script(raw, script))
+        version = apps.add_version(found, current_user.id, with_script(parse_definition_text(text), script))
     except ApiError as err:
         db.session.rollback()
         return _render_app(found, status=422, editor_text=text, script_text=script, editor_error=err)

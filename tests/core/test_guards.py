@@ -136,6 +136,24 @@ def test_non_object_or_non_json_body_is_invalid_json(api, raw, content_type):
     assert response.status_code == 400 and _error(response) == "invalid_json"
 
 
+@pytest.mark.parametrize("raw,named", [
+    (b'{"a": 1, "a": 2}', "a"),
+    (b'{"a": {"b": 1, "b": 1}}', "b"),
+    (b'{"list": [{"x": 1, "x": 2}]}', "x"),
+])
+def test_a_name_given_twice_is_refused_naming_it(api, raw, named):
+    response = api.post("/api/extensions/_echo", data=raw, content_type="application/json", headers=ORIGIN)
+    assert response.status_code == 400 and _error(response) == "invalid_json"
+    assert response.get_json()["error"]["detail"] == named
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32", "utf-8-sig"])
+def test_json_in_another_encoding_than_plain_utf_8_is_refused(api, encoding):
+    raw = '{"a": "ok"}'.encode(encoding)
+    response = api.post("/api/extensions/_echo", data=raw, content_type="application/json", headers=ORIGIN)
+    assert response.status_code == 400 and _error(response) == "invalid_json"
+
+
 def test_anonymous_console_api_call_is_unauthorized(guarded_app, app):
     response = guarded_app.test_client().post("/api/extensions/_echo", json={}, headers=ORIGIN)
     assert response.status_code == 401 and _error(response) == "unauthorized"

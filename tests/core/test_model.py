@@ -265,6 +265,7 @@ def test_a_json_object_bare_or_in_one_fenced_block_is_accepted(model_server, con
     '{"confidence": NaN}',
     '{"label": "咨询"',
     "[" * 100_000 + "]" * 100_000,
+    '{"label": "咨询", "label": "投诉"}',  # which one would count is not for us to guess
 ])
 def test_content_that_is_not_one_json_object_is_model_invalid_response(model_server, content):
     model_server.answer_content(content)

@@ -132,6 +132,25 @@ def test_signed_non_json_body_is_invalid_json(client, channel):
     assert send(client, channel, None, raw=b"not json").status_code == 400
 
 
+@pytest.mark.parametrize("raw,named", [
+    (b'{"message_id": "m", "message_id": "n", "text": "hi", "customer": {"external_id": "c", "name": "N"}}',
+     "message_id"),
+    (b'{"message_id": "m", "text": "hi", "customer": {"external_id": "c", "external_id": "d", "name": "N"}}',
+     "external_id"),
+])
+def test_a_message_naming_a_property_twice_is_refused(client, channel, raw, named):
+    response = send(client, channel, None, raw=raw)
+    assert response.status_code == 400
+    assert response.get_json()["error"] == {"code": "invalid_message", "detail": named}
+    assert _count(Message) == 0
+
+
+def test_a_message_in_utf_16_is_invalid_json(client, channel):
+    response = send(client, channel, None, raw=json.dumps(payload()).encode("utf-16"))
+    assert response.status_code == 400 and response.get_json()["error"]["code"] == "invalid_json"
+    assert _count(Message) == 0
+
+
 def test_unknown_or_inactive_channel_is_not_found(client, channel):
     found, _ = channel
     found.active = False

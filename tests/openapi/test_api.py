@@ -237,6 +237,8 @@ def test_a_missing_or_malformed_idempotency_key_is_refused(open_client, key):
     b'{"data": {"prototype": 1}}', b'{"data": {"a": NaN}}', b'{"data": {"a": Infinity}}',
     b'{"data": {"a": "nul\\u0000"}}', b'{"data": {"a": "\\ud800"}}', b'{"data": []}', b'{"data": "x"}',
     b'{"data": {}, "tenant_id": "x"}', b'{}', b'[]', b'not json', b'{"data": {"' + b"a" * 33 + b'": 1}}',
+    b'{"data": {"a": 1, "a": 2}}', b'{"data": {"a": 1}, "data": {"b": 2}}',  # a name given twice
+    '{"data": {"a": 1}}'.encode("utf-16"), '{"data": {"a": 1}}'.encode("utf-8-sig"),  # not plain UTF-8
 ])
 def test_invalid_record_data_is_refused(open_client, raw):
     response = open_client.post_record(None, str(uuid.uuid4()), raw=raw)

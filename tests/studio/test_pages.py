@@ -95,6 +95,13 @@ def test_editor_refuses_text_that_is_not_json(admin_client, draft_app):
     assert response.status_code == 422 and "invalid_json" in _text(response)
 
 
+def test_editor_refuses_a_definition_naming_a_property_twice(admin_client, draft_app):
+    text = json.dumps(sample_definition())[:-1] + ', "name": "Second name"}'
+    response = _form(admin_client, f"/extensions/{draft_app}/versions", {"definition": text, "script": ""})
+    assert response.status_code == 422 and "the text names &#34;name&#34; twice" in _text(response)
+    assert db.session.scalar(select(func.count()).select_from(StudioVersion)) == 1
+
+
 def test_editor_refuses_text_nested_too_deeply_without_a_server_error(admin_client, draft_app):
     text = json.dumps(sample_definition())[:-1] + ', "extra": ' + "[" * 5_000 + "]" * 5_000 + "}"
     response = _form(admin_client, f"/extensions/{draft_app}/versions", {"definition": text})
