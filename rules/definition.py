@@ -6,6 +6,7 @@ problem>)`. Paths, codes, the order of problems and the text rules: docs/decisio
 definition validator".
 """
 import re
+import uuid
 
 from core.labels import check_labels
 from core.validation import (check_array, check_boolean, check_choice, check_distinct, check_integer, check_number,
@@ -52,6 +53,16 @@ def assignee_refs(definition: dict) -> list[tuple[str, str]]:
     refs += [(prop_at(item_at("slots", index), "assignee_ref"), slot["assignee_ref"])
              for index, slot in enumerate(definition["slots"])]
     return [(path, value) for path, value in refs if value]
+
+
+def is_member_id(reference: object) -> bool:
+    """Whether an assignee reference is written as a UUID (in any form `uuid.UUID` reads), so it
+    names a member rather than a placeholder."""
+    try:
+        uuid.UUID(str(reference))
+    except ValueError:
+        return False
+    return True
 
 
 def rule_capabilities(definition: dict) -> list[str]:

@@ -1,7 +1,6 @@
 """Turning the automation console's HTML forms into the JSON shapes the rule services take, and
 back: the rule editor (definition), the preview panel (samples and instant) and error placement."""
 import re
-import uuid
 from datetime import datetime
 
 from werkzeug.datastructures import MultiDict
@@ -26,31 +25,24 @@ DEFAULT_SAMPLES = [
 ]
 
 
-def _is_uuid(value: object) -> bool:
-    """Whether an assignee reference is a member id rather than a placeholder name."""
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
-
-
-def _assignee(ref: object) -> dict:
-    """An assignee reference as the editor's two controls: a member choice or a placeholder."""
+def _assignee(ref: object, bind: bool) -> dict:
+    """An assignee reference as the editor's two controls: a member choice (when `bind`) or a
+    placeholder."""
     ref = ref if isinstance(ref, str) else ""
-    return {"member": ref, "placeholder": ""} if _is_uuid(ref) else {"member": "", "placeholder": ref}
+    return {"member": ref, "placeholder": ""} if bind and rule_definition.is_member_id(ref) else {"member": "", "placeholder": ref}
 
 
-def definition_to_form(definition: dict) -> dict:
-    """The editor's values for a rule definition."""
+def definition_to_form(definition: dict, bind: bool = True) -> dict:
+    """The editor's values for a rule definition; with `bind` false (an AI draft) every assignee is
+    shown as placeholder text and no agent is chosen, whatever the draft says."""
     semantic = definition.get("semantic") or None
     keywords = definition.get("keywords") or []
     return {
         "name": definition.get("name", ""),
         "trigger": definition.get("trigger", "weekly"),
         "slots": [{"weekdays": [str(day) for day in slot.get("weekdays", [])], "time": slot.get("time", ""),
-                   **_assignee(slot.get("assignee_ref"))} for slot in definition.get("slots") or []],
-        "assignee": _assignee(definition.get("assignee_ref")),
+                   **_assignee(slot.get("assignee_ref"), bind)} for slot in definition.get("slots") or []],
+        "assignee": _assignee(definition.get("assignee_ref"), bind),
         "filter": "semantic" if semantic else ("keywords" if keywords else "none"),
         "keywords": "\n".join(keywords),
         "labels": "\n".join(semantic["labels"]) if semantic else "",

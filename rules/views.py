@@ -124,7 +124,7 @@ def _render_editor(rule_id: uuid.UUID | None, values: dict | None, status: int =
 def new_rule():
     """A new rule from the weekly rotation template, or from an AI draft (placeholders; nothing saved)."""
     draft = _ai_draft(request.args.get("draft", ""))
-    return _render_editor(None, forms.definition_to_form(draft or AUTOMATION_PREVIEW_EXAMPLE),
+    return _render_editor(None, forms.definition_to_form(draft or AUTOMATION_PREVIEW_EXAMPLE, bind=False),
                           from_draft=draft is not None, open_draft=request.args.get("ai") == "1")
 
 

@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 from core.db import db
 from rules import forms
 from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision
+from studio.models import StudioGeneration
 from tests.conftest import csrf_from, login, seat
 from tests.studio.test_generation import UNSUPPORTED, rule_answer, run_jobs
 
@@ -413,6 +414,32 @@ def test_an_ai_draft_fills_the_editor_and_saves_nothing(app, admin_client, model
     assert re.search(r'<option value="message_received" selected>', page)
     assert 'value="Billing team"' in page and ">refund\n退款</textarea>" in page
     assert db.session.scalar(select(func.count()).select_from(AutomationRule)) == 0
+
+
+def test_an_ai_draft_naming_a_real_agent_is_refused_and_the_editor_binds_nobody(app, admin_client, model_server,
+                                                                                redis_conn, agents):
+    member = str(agents[0].id)
+    model_server.answer_json(rule_answer({**KEYWORD_DRAFT, "assignee_ref": member}))
+    started = _form(admin_client, f"{BASE}/draft", {"prompt": "Send refund questions to Lin."}, headers=HTMX)
+    generation_id = re.search(r'hx-get="[^"]*/draft/([0-9a-f-]+)"', _text(started))[1]
+    run_jobs(app, redis_conn)
+    done = admin_client.get(f"{BASE}/draft/{generation_id}", headers=HTMX)
+    assert "HX-Redirect" not in done.headers and "model_invalid_definition" in _text(done)
+    page = _text(admin_client.get(f"{BASE}/new?draft={generation_id}"))  # the failed draft fills nothing
+    assert "Refund desk" not in page and f'<option value="{member}" selected' not in page
+
+
+def test_a_stored_draft_naming_a_member_is_shown_as_placeholder_text_never_a_chosen_agent(admin_client, tenant,
+                                                                                        agents, admin):
+    member = str(agents[0].id)
+    generation = StudioGeneration(tenant_id=tenant.id, created_by=admin.user_id, prompt="Route refunds to Lin",
+                                  status="succeeded", draft_kind="automation_preview",  # as saved before issue 20
+                                  preview_draft={**KEYWORD_DRAFT, "assignee_ref": member})
+    db.session.add(generation)
+    db.session.commit()
+    page = _text(admin_client.get(f"{BASE}/new?draft={generation.id}"))
+    assert "AI draft — review it" in page and f'value="{member}"' in page  # typed in the placeholder box
+    assert f'<option value="{member}" selected' not in page
 
 
 def test_an_ai_draft_refused_by_the_model_is_explained(app, admin_client, model_server, redis_conn):
