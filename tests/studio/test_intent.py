@@ -169,7 +169,6 @@ def test_phones_and_emails_in_messages_are_masked_before_sending(model_server, c
     ("010-12345678", "[phone]"),
     ("0755 8888 9999", "[phone]"),
     ("１３８００１３８０００", "[phone]"),  # full-width digits
-    ("ref 1234567", "ref [phone]"),  # any run of 7 or more digits
     ("user@example.com", "[email]"),
     ("Li.Lei+orders@mail.example.co.uk.", "[email]."),
     ("邮箱abc_1@qq.com谢谢", "邮箱[email]谢谢"),
@@ -181,7 +180,7 @@ def test_mask_hides_phone_numbers_and_email_addresses(text, masked):
 
 @pytest.mark.parametrize("text", [
     "2026-03-02 10:30", "order 123456", "price 12.50, 3 items", "1,234,567 yuan", "version 1.2.3",
-    "room 101, +5 points", "say hi @ the desk",
+    "room 101, +5 points", "say hi @ the desk", "ref 1234567",  # order numbers stay since issue 20
 ])
 def test_mask_leaves_dates_prices_and_short_numbers_alone(text):
     assert mask(text) == text
