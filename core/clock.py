@@ -25,6 +25,14 @@ def format_beijing(moment: datetime | None, with_zone: bool = True) -> str:
     return f"{text} Beijing time" if with_zone else text
 
 
+def format_beijing_seconds(moment: str | None) -> str:
+    """An ISO-8601 time (as the JSON APIs give it) for people, to the second: rolling quotas
+    free up at any second."""
+    if moment is None:
+        return ""
+    return to_beijing(datetime.fromisoformat(moment)).strftime("%Y-%m-%d %H:%M:%S") + " Beijing time"
+
+
 def beijing_day_range(start: date, end: date) -> tuple[datetime, datetime]:
     """UTC bounds [from, until) of Beijing days start..end, the end day included in full."""
     if end < start:

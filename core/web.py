@@ -12,7 +12,7 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from core.api import ApiError, error_response
-from core.clock import format_beijing
+from core.clock import format_beijing, format_beijing_seconds
 from core.db import db
 
 csrf = CSRFProtect()
@@ -114,5 +114,6 @@ def init_web(app: Flask) -> None:
         # Behind TLS-terminating proxies the Origin check must see the public scheme and host.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     app.jinja_env.filters["beijing"] = format_beijing
+    app.jinja_env.filters["beijing_seconds"] = format_beijing_seconds
     app.jinja_env.filters["number"] = format_number
     app.register_blueprint(bp)

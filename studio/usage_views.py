@@ -1,22 +1,12 @@
 """The AI usage console page: whether AI points are on, the generation quota, the points ledger."""
-from datetime import datetime
-
 from flask import Blueprint, render_template
 
-from core.clock import to_beijing
 from desk.points import latest_entries, usage_summary
 from desk.sessions import admin_console_required, current_member
 from studio.catalog import LIMITS
 from studio.quota import quota_state
 
 bp = Blueprint("points", __name__)
-
-
-def _beijing_seconds(moment: str | None) -> str | None:
-    """An ISO-8601 UTC time for people, to the second: rolling quotas free up at any second."""
-    if moment is None:
-        return None
-    return to_beijing(datetime.fromisoformat(moment)).strftime("%Y-%m-%d %H:%M:%S") + " Beijing time"
 
 
 @bp.get("/ai-usage")
@@ -26,6 +16,5 @@ def ai_usage():
     tenant = current_member().tenant
     quota = quota_state(tenant.id, tenant.ai_points_enabled)
     return render_template("studio/ai_usage.html", tenant=tenant, quota=quota,
-                           next_allowed=_beijing_seconds(quota["next_allowed_at"]),
                            day_limit=LIMITS["generations_per_tenant_per_day"],
                            summary=usage_summary(tenant.id), entries=latest_entries(tenant.id))

@@ -1,16 +1,17 @@
 """POST /generate: the model's draft checked and saved as an unpublished version, or nothing saved."""
 import json
 import os
+import re
 import signal
 import time
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from rq import Queue
 from sqlalchemy import func, select, update
 
-from core.clock import utcnow
+from core.clock import BEIJING, utcnow
 from core.db import db
 from core.queue_names import GENERATION
 from desk.models import AiPointsEntry, Conversation, Customer, KnowledgeDocument, Message
@@ -303,6 +304,15 @@ def test_without_a_usable_model_configuration_nothing_is_queued_and_no_quota_is_
     assert (response.status_code, response.get_json()["error"]["code"]) == (503, code)
     assert quota.quota_state(tenant.id, False)["remaining_today"] == 20
     assert Queue(GENERATION, connection=redis_conn).count == 0
+
+
+def test_the_generate_page_says_when_the_next_generation_is_allowed(admin_client, tenant, gen):
+    quota.release_slot(quota.reserve_generation(tenant.id, False).slot_token)
+    response = admin_client.get("/extensions/generate")
+    assert response.status_code == 200
+    shown = re.search(r"Next generation allowed at (\S+ \S+) Beijing time", response.get_data(as_text=True))[1]
+    expected = datetime.fromisoformat(quota.quota_state(tenant.id, False)["next_allowed_at"]).astimezone(BEIJING)
+    assert shown == expected.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def test_a_tenant_at_20_applications_is_refused_before_the_model_and_the_quota(api, gen, tenant, monkeypatch):
