@@ -196,7 +196,7 @@ def _change_rows(posted: dict, op: str, index: int) -> str:
     elif op == "remove_sample":
         posted["samples"] = forms.remove_row(posted["samples"], index)
     else:
-        raise ApiError("not_found", 404)
+        raise ApiError("invalid_operation", 400)
     return "slots" if op.endswith("_slot") else "samples"
 
 

@@ -302,6 +302,12 @@ def test_row_buttons_with_odd_numbers_never_fail_and_remove_no_row(admin_client,
         assert f'name="slots-{slots - 1}-time"' in page and f'name="slots-{slots}-time"' not in page
 
 
+@pytest.mark.parametrize("op", ["", "add_row", "add_slot\x00", "\u202e"])
+def test_an_unknown_row_button_is_invalid_operation(admin_client, op):
+    response = _form(admin_client, f"{BASE}/editor", editor(op=op), headers=HTMX)
+    assert response.status_code == 400 and "invalid_operation" in _text(response)
+
+
 @pytest.mark.parametrize("expected", ["²", "9" * 5000, "١", "1_0", " "])
 def test_an_odd_expected_revision_is_refused_on_the_page(admin_client, saved_rule, agents, expected):
     response = _form(admin_client, f"{BASE}/{saved_rule}/revisions", bound(*agents, expected_revision=expected))
