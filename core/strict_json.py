@@ -1,6 +1,8 @@
 """The one reader of JSON that comes from outside (request bodies, model answers, the editor's
 text): RFC 8259 text in UTF-8 only (§8.1; UTF-16 or a byte order mark is refused), no NaN or
-Infinity, and no name twice in one object, so what a validator checks is what a reviewer reads."""
+Infinity, and no name twice in one object, so what a validator checks is what a reviewer reads.
+Values stay the validators' to judge at their path: a number literal too large for a float reads
+as infinity, an escaped lone surrogate or NUL as that character, and each validator refuses them."""
 import json
 
 
