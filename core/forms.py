@@ -27,8 +27,9 @@ def form_decimal(text: str | None) -> int | float | None:
     return int(text) if text.lstrip("-").isdigit() else float(text)
 
 
-def integer_or_text(text: str) -> int | str:
-    """The whole number a form field holds, or its text unchanged for the service to refuse with
-    its own code (a revision that is not a number is `invalid_version`, not a guess)."""
-    number = form_integer(text)
+def number_or_text(text: str, read=form_integer) -> int | float | str:
+    """The number a form field holds as `read` (form_integer or form_decimal) takes it, or its text
+    unchanged for the service to refuse at its path with its own code (a revision that is not a
+    number is `invalid_version`, not a guess)."""
+    number = read(text)
     return text if number is None else number

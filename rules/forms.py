@@ -6,7 +6,7 @@ from datetime import datetime
 from werkzeug.datastructures import MultiDict
 
 from core.clock import beijing_to_utc, to_beijing, utcnow
-from core.forms import form_decimal, form_integer
+from core.forms import form_decimal, form_integer, number_or_text
 from core.labels import RESERVED_LABEL
 from rules.catalog import LIMITS
 from rules import definition as rule_definition
@@ -29,7 +29,9 @@ def _assignee(ref: object, bind: bool) -> dict:
     """An assignee reference as the editor's two controls: a member choice (when `bind`) or a
     placeholder."""
     ref = ref if isinstance(ref, str) else ""
-    return {"member": ref, "placeholder": ""} if bind and rule_definition.is_member_id(ref) else {"member": "", "placeholder": ref}
+    if bind and rule_definition.is_member_id(ref):
+        return {"member": ref, "placeholder": ""}
+    return {"member": "", "placeholder": ref}
 
 
 def definition_to_form(definition: dict, bind: bool = True) -> dict:
@@ -63,13 +65,6 @@ def _ref(member: str, placeholder: str) -> str:
     return member or placeholder.strip()
 
 
-def _number(text: str, read):
-    """A number typed into a form (`read`: core.forms' reader); text that is not one is passed on
-    for the service to refuse at its path."""
-    number = read(text)
-    return text if number is None else number
-
-
 def _split(text: str) -> list[str]:
     """A comma or line separated list, blanks dropped."""
     return [part.strip() for part in _SPLIT.split(text) if part.strip()]
@@ -97,18 +92,18 @@ def values_to_definition(values: dict) -> dict:
     definition = {
         "schema_version": rule_definition.SCHEMA_VERSIONS[-1], "name": values["name"],
         "timezone": rule_definition.TIMEZONES[0], "trigger": values["trigger"],
-        "slots": [{"weekdays": [_number(day, form_integer) for day in slot["weekdays"]], "time": slot["time"].strip(),
+        "slots": [{"weekdays": [number_or_text(day) for day in slot["weekdays"]], "time": slot["time"].strip(),
                    "assignee_ref": _ref(slot["member"], slot["placeholder"])}
                   for slot in values["slots"]] if weekly else [],
         "assignee_ref": "" if weekly else _ref(values["assignee"]["member"], values["assignee"]["placeholder"]),
         "keywords": _split(values["keywords"]) if values["filter"] == "keywords" else [],
         "statuses": values["statuses"],
         "overwrite_assigned": values["overwrite_assigned"],
-        "max_actions": _number(values["max_actions"], form_integer),
+        "max_actions": number_or_text(values["max_actions"]),
     }
     if values["filter"] == "semantic":
         definition["semantic"] = {"labels": _split(values["labels"]),
-                                  "min_confidence": _number(values["min_confidence"], form_decimal)}
+                                  "min_confidence": number_or_text(values["min_confidence"], form_decimal)}
     return definition
 
 

@@ -11,7 +11,7 @@ from core.api import ApiError
 from core.capabilities import CAPABILITY_VERSION
 from core.clock import format_beijing
 from core.db import db
-from core.forms import form_integer, integer_or_text
+from core.forms import form_integer, number_or_text
 from core.model import model_state
 from core.web import close_when_off, htmx, redirect_to
 from desk.sessions import admin_console_required, current_member
@@ -157,7 +157,7 @@ def _save(rule_id: uuid.UUID | None):
     body = {"definition": forms.values_to_definition(posted["values"])}
     if rule_id:
         body |= {"rule_id": str(rule_id),
-                 "expected_revision": integer_or_text(request.form.get("expected_revision", ""))}
+                 "expected_revision": number_or_text(request.form.get("expected_revision", ""))}
     try:
         saved = service.save_rule(current_member().tenant_id, current_user.id, body)
     except ApiError as err:
@@ -289,7 +289,7 @@ def publish(rule_id: uuid.UUID):
         permissions = service.required_permissions(revision["definition"], mode) \
             if confirmed and mode in EXECUTION_MODES else []
         service.publish(tenant_id, current_user.id, rule_id, {
-            "revision": number, "expected_active_revision": integer_or_text(expected) if expected else None,
+            "revision": number, "expected_active_revision": number_or_text(expected) if expected else None,
             "permissions": permissions, "confirm": confirmed, "execution_mode": mode})
     except ApiError as err:
         db.session.rollback()

@@ -5,13 +5,7 @@ from werkzeug.datastructures import MultiDict
 
 from core import strict_json
 from core.api import ApiError
-from core.forms import form_decimal
-
-
-def _number(text: str):
-    """A number typed into a form; any other text is passed on for the engine to refuse."""
-    number = form_decimal(text)
-    return text if number is None else number
+from core.forms import form_decimal, number_or_text
 
 
 def form_to_input(definition: dict, form: MultiDict) -> dict:
@@ -25,7 +19,7 @@ def form_to_input(definition: dict, form: MultiDict) -> dict:
         text = form.get(f"f_{key}", "")
         if text == "":
             continue
-        data[key] = _number(text.strip()) if kind == "number" else text
+        data[key] = number_or_text(text.strip(), form_decimal) if kind == "number" else text
     return data
 
 

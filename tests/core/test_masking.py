@@ -100,20 +100,32 @@ def test_every_e_mail_address_is_masked_internationalised_ones_too(local, labels
 @pytest.mark.parametrize("text,masked", [
     ("13800138000", "[phone]"),
     ("电话13912345678谢谢", "电话[phone]谢谢"),
+    ("138 0013 8000", "[phone]"),
+    ("138-0013-8000", "[phone]"),
     ("138.0013.8000", "[phone]"),
+    ("+8613800138000", "[phone]"),
+    ("+86 138 0013 8000", "[phone]"),
+    ("+86-138-0013-8000", "[phone]"),
+    ("电话+86 13800138000", "电话[phone]"),
     ("0086-138-0013-8000", "[phone]"),  # was "[phone]-8000"
+    ("(010) 1234 5678", "[phone]"),
+    ("010-12345678", "[phone]"),
+    ("0755 8888 9999", "[phone]"),
     ("+1 (415) 555-2671", "[phone]"),
+    ("call 415-555-2671 today", "call [phone] today"),
     ("415.555.2671", "[phone]"),
     ("(415)555-2671", "[phone]"),
     ("01 23 45 67 89", "[phone]"),
+    ("+44 20 7946 0958", "[phone]"),
     ("+44 (0)20 7946 0958", "[phone]"),
     ("１３８００１３８０００", "[phone]"),  # full-width digits
+    ("user@example.com", "[email]"),
     ("bob@例子.中国", "[email]"),
     ("Li.Lei+orders@mail.example.co.uk.", "[email]."),
     ("邮箱abc_1@qq.com谢谢", "邮箱[email]谢谢"),
     ("13800138000@qq.com", "[email]"),
 ])
-def test_the_reported_formats_are_masked(text, masked):
+def test_the_reported_and_the_common_formats_are_masked(text, masked):
     assert mask(text) == masked
 
 

@@ -9,7 +9,6 @@ from sqlalchemy import func, select
 from core.api import ApiError
 from core.audit import AuditEntry
 from core.db import db
-from core.masking import mask
 from desk.models import AiPointsEntry, Conversation, Customer, Message
 from studio.apps import create_app
 from studio.intent import CONFIDENCE_FLOOR, UNDETERMINED, IntentResult, classification_input, classify
@@ -150,40 +149,6 @@ def test_phones_and_emails_in_messages_are_masked_before_sending(model_server, c
     assert sent_messages(model_server) == ["call me on [phone] or [phone]", "mail [email]"]
     body = sent_body(model_server)
     assert "1380013800" not in body and "0013-8001" not in body and "li.lei" not in body
-
-
-@pytest.mark.parametrize("text,masked", [
-    ("13800138000", "[phone]"),
-    ("电话13912345678谢谢", "电话[phone]谢谢"),
-    ("138 0013 8000", "[phone]"),
-    ("138-0013-8000", "[phone]"),
-    ("+8613800138000", "[phone]"),
-    ("+86 138 0013 8000", "[phone]"),
-    ("+86-138-0013-8000", "[phone]"),
-    ("电话+86 13800138000", "电话[phone]"),
-    ("+1 (415) 555-2671", "[phone]"),
-    ("+44 20 7946 0958", "[phone]"),
-    ("+44 (0)20 7946 0958", "[phone]"),
-    ("call 415-555-2671 today", "call [phone] today"),
-    ("(010) 1234 5678", "[phone]"),
-    ("010-12345678", "[phone]"),
-    ("0755 8888 9999", "[phone]"),
-    ("１３８００１３８０００", "[phone]"),  # full-width digits
-    ("user@example.com", "[email]"),
-    ("Li.Lei+orders@mail.example.co.uk.", "[email]."),
-    ("邮箱abc_1@qq.com谢谢", "邮箱[email]谢谢"),
-    ("13800138000@qq.com", "[email]"),
-])
-def test_mask_hides_phone_numbers_and_email_addresses(text, masked):
-    assert mask(text) == masked
-
-
-@pytest.mark.parametrize("text", [
-    "2026-03-02 10:30", "order 123456", "price 12.50, 3 items", "1,234,567 yuan", "version 1.2.3",
-    "room 101, +5 points", "say hi @ the desk", "ref 1234567",  # order numbers stay since issue 20
-])
-def test_mask_leaves_dates_prices_and_short_numbers_alone(text):
-    assert mask(text) == text
 
 
 def test_prompt_lists_the_labels_and_marks_the_conversation_as_untrusted_data(
