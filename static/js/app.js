@@ -52,12 +52,15 @@ document.addEventListener("click", (event) => {
   numberLines(editor.closest(".code-area"));
 });
 
-// Character counters: a <textarea data-counter="ID"> keeps the element ID's count current.
-document.addEventListener("input", (event) => {
-  const counter = event.target.dataset?.counter && document.getElementById(event.target.dataset.counter);
+// Character counters: a <textarea data-counter="ID"> keeps the element ID's count current, from
+// what was typed before this deferred script ran too.
+function updateCounter(field) {
+  const counter = field.dataset?.counter && document.getElementById(field.dataset.counter);
   if (!counter) return;
-  counter.textContent = counter.textContent.replace(/^\d+/, String(event.target.value.length));
-});
+  counter.textContent = counter.textContent.replace(/^\d+/, String(field.value.length));
+}
+document.addEventListener("input", (event) => updateCounter(event.target));
+document.querySelectorAll("textarea[data-counter]").forEach(updateCounter);
 
 // --- Automation console (templates/rules) --------------------------------------------------------
 // A section marked data-shown-by="NAME:VALUE VALUE…" is shown only while its form's control NAME

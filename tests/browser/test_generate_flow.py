@@ -6,6 +6,7 @@ from playwright.sync_api import expect
 
 from core.clock import utcnow
 from core.db import db
+from studio import quota
 from desk.models import KnowledgeDocument
 from tests.browser.test_console_flow import _log_in
 from tests.studio.conftest import sample_definition
@@ -60,3 +61,27 @@ def test_without_a_model_the_page_says_so_and_offers_no_generate_button(page, li
     page.goto(f"{live_server}/extensions/generate")
     expect(page.get_by_text("No model is configured for this platform.")).to_be_visible()
     expect(page.get_by_role("button", name="Generate draft")).to_have_count(0)
+
+
+def test_a_waiting_tenant_sees_when_it_may_generate_again_on_a_phone_without_sideways_scrolling(
+        page, live_server, admin, tenant, model_server):
+    quota.release_slot(quota.reserve_generation(tenant.id, False).slot_token)
+    page.set_viewport_size({"width": 390, "height": 844})
+    _log_in(page, live_server, admin.user.email)
+    page.goto(f"{live_server}/extensions/generate")
+    expect(page.locator("#quota-state")).to_contain_text(re.compile(r"Next generation allowed at "
+                                                                   r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Beijing time"))
+    expect(page.get_by_label("Requirement")).to_be_editable()
+    expect(page.get_by_role("button", name="Generate draft")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+
+
+def test_text_typed_before_the_page_script_runs_is_counted(page, live_server, admin, model_server):
+    _log_in(page, live_server, admin.user.email)
+    held = []
+    page.route("**/static/js/app.js*", lambda route: held.append(route))  # the script waits for the text
+    with page.expect_request("**/static/js/app.js*"):
+        page.goto(f"{live_server}/extensions/generate", wait_until="commit")
+    page.get_by_label("Requirement").fill(REQUIREMENT)
+    held[0].continue_()
+    expect(page.locator("#prompt-counter")).to_contain_text(f"{len(REQUIREMENT)} / 3000")
