@@ -45,14 +45,18 @@ def _check_timing(cfg) -> None:
 def _wire(app: Flask) -> None:
     """Hand the lower layers what the higher ones offer, explicitly (nothing registers on import):
     the desk's events go to the subscribers listed in `jobs.wiring`; the studio generator also
-    drafts the rules' preview kind."""
+    drafts the rules' preview kind; the workbench's thread explains automated reassignments by
+    the rules' own account of them."""
     from desk.events import SUBSCRIBERS
+    from desk.timeline import EXPLAINER
     from jobs import wiring
+    from rules.explaining import explain
     from rules.drafts import RULE_PREVIEW
     from studio.draft_kinds import DRAFT_KINDS
 
     app.extensions[SUBSCRIBERS] = wiring.subscribers
     app.extensions[DRAFT_KINDS] = {kind.name: kind for kind in (RULE_PREVIEW,)}
+    app.extensions[EXPLAINER] = explain
 
 
 def _init_login(app: Flask) -> None:

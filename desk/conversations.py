@@ -1,5 +1,7 @@
-"""Reading conversations and messages for the workbench, always inside one tenant; and the atomic
-assignment adapter, the one writer of automated reassignments (document 2)."""
+"""Reading conversations and messages for the workbench, always inside one tenant; the changes
+people make by hand (assignee, status); and the atomic assignment adapter, the one writer of
+automated reassignments (document 2). Both writers are compare-and-swap statements that move the
+conversation's change stamp (`updated_at`), so neither ever overwrites the other."""
 import uuid
 from datetime import datetime
 from functools import cache
@@ -12,7 +14,8 @@ from core.api import ApiError
 from core.clock import iso, utcnow
 from core.db import WROTE, db, tenant_row
 from core.once import CreateOnce
-from desk.models import AssignmentReceipt, Conversation, Member, Message
+from desk.models import (CONVERSATION_STATUSES, AssignmentReceipt, Conversation, ConversationEvent, Member,
+                         Message)
 
 VIEWS = ("all", "mine", "unassigned")
 LIST_LIMIT = 50
@@ -40,6 +43,88 @@ def conversation_messages(conversation: Conversation) -> list[Message]:
     return list(db.session.scalars(select(Message).where(
         Message.conversation_id == conversation.id, Message.tenant_id == conversation.tenant_id)
         .order_by(Message.created_at)))
+
+
+# --- Changes by hand (the workbench) --------------------------------------------------------------
+# A person's change is applied only while the conversation's assignee and status are still what
+# the person saw; it moves the change stamp, so an automated command planned before it finds the
+# conversation changed and ends `state_changed`. Each change is an event in the thread.
+
+UNCHANGED = object()  # "leave this field as it is" in change_by_hand
+REASSIGNING_ROLES = ("admin", "supervisor")  # agents take free conversations and let go of their own
+
+
+def assignable_member(tenant_id: uuid.UUID, member_id: uuid.UUID) -> Member:
+    """An active member of the tenant who can be given conversations; else 409 member_unavailable
+    (inactive, missing and foreign members alike)."""
+    member = db.session.scalar(select(Member).where(
+        Member.id == member_id, Member.tenant_id == tenant_id, Member.active.is_(True)))
+    if member is None:
+        raise ApiError("member_unavailable", 409)
+    return member
+
+
+def _may_assign(actor: Member, before: uuid.UUID | None, after: uuid.UUID | None) -> bool:
+    """Supervisors and administrators assign freely; an agent takes an unassigned conversation
+    for themself or lets go of their own."""
+    if actor.role in REASSIGNING_ROLES:
+        return True
+    return (before is None and after == actor.id) or (before == actor.id and after is None)
+
+
+def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UUID, seen_assignee: uuid.UUID | None,
+                   seen_status: str, assignee=UNCHANGED, status: str | None = None) -> Conversation:
+    """Set the conversation's assignee (a member id or None) and/or status as `actor`, only while
+    they are still `seen_assignee` and `seen_status`; records one event per field changed.
+
+    404 not_found for a foreign conversation; 403 reassign_forbidden when an agent would take
+    another's conversation; 409 member_unavailable for an inactive or foreign assignee; 409
+    conversation_changed when someone (a person or a rule) changed it meanwhile. Flushes only.
+    """
+    conversation = get_conversation(tenant_id, conversation_id)
+    values, events = {}, []
+    if assignee is not UNCHANGED and assignee != seen_assignee:
+        if not _may_assign(actor, seen_assignee, assignee):
+            raise ApiError("reassign_forbidden", 403)
+        if assignee is not None:
+            assignable_member(tenant_id, assignee)
+        values["assignee_member_id"] = assignee
+        events.append(("assignment", seen_assignee, assignee))
+    if status is not None and status != seen_status:
+        if status not in CONVERSATION_STATUSES:
+            raise ApiError("invalid_status", 400)
+        values["status"] = status
+        events.append(("status", seen_status, status))
+    if not values:
+        return conversation
+    changed = db.session.execute(update(Conversation).where(
+        Conversation.id == conversation.id, Conversation.tenant_id == tenant_id,
+        Conversation.status == seen_status, Conversation.assignee_member_id.is_not_distinct_from(seen_assignee))
+        .values(**values).execution_options(synchronize_session=False)).rowcount
+    if changed != 1:
+        raise ApiError("conversation_changed", 409)
+    now = utcnow()
+    db.session.add_all(ConversationEvent(
+        tenant_id=tenant_id, conversation_id=conversation.id, actor_member_id=actor.id, kind=kind,
+        before=None if before is None else str(before), after=None if after is None else str(after), created_at=now)
+        for kind, before, after in events)
+    db.session.flush()
+    db.session.refresh(conversation)
+    return conversation
+
+
+def conversation_events(conversation: Conversation) -> list[ConversationEvent]:
+    """The changes people made to the conversation, in order."""
+    return list(db.session.scalars(select(ConversationEvent).where(
+        ConversationEvent.conversation_id == conversation.id, ConversationEvent.tenant_id == conversation.tenant_id)
+        .order_by(ConversationEvent.created_at)))
+
+
+def applied_receipts(conversation: Conversation) -> list[AssignmentReceipt]:
+    """The automated reassignments of the conversation (its applied commands), in order."""
+    return list(db.session.scalars(select(AssignmentReceipt).where(
+        AssignmentReceipt.conversation_id == conversation.id, AssignmentReceipt.tenant_id == conversation.tenant_id,
+        AssignmentReceipt.status == "applied").order_by(AssignmentReceipt.updated_at)))
 
 
 # --- The atomic assignment adapter (document 2, "States and transitions") -----------------------

@@ -25,6 +25,7 @@ AI_USES = ("generation", "intent", "semantic_preview", "semantic_routing")
 RECEIPT_STATES = ("pending", "sending", "applied", "state_changed", "rejected", "command_conflict", "uncertain",
                   "cancelled")
 ACCOUNT_KINDS = ("independent", "shared")
+EVENT_KINDS = ("assignment", "status")  # what a person changed by hand in a conversation
 
 
 def one_of(column: str, values: tuple[str, ...]) -> CheckConstraint:
@@ -199,6 +200,23 @@ class Message(UUIDPrimaryKey, Base):
     author_member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
     text: Mapped[str] = mapped_column(Text)
     attachments: Mapped[list] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ConversationEvent(UUIDPrimaryKey, Base):
+    """A change a person made to a conversation by hand (its assignee or its status), shown in the
+    thread with its actor. Automated reassignments are their applied receipts."""
+
+    __tablename__ = "conversation_event"
+    __table_args__ = (one_of("kind", EVENT_KINDS),
+                      Index("ix_conversation_event_conversation_id_created_at", "conversation_id", "created_at"))
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    conversation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("conversation.id"))
+    actor_member_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("member.id"))
+    kind: Mapped[str] = mapped_column(String(20))
+    before: Mapped[str | None] = mapped_column(String(40))  # a member id or a status
+    after: Mapped[str | None] = mapped_column(String(40))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

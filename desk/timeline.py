@@ -1,0 +1,66 @@
+"""A conversation's thread as the workbench shows it: messages, private notes and the decisions
+about the conversation (changes by hand with their actor, automated reassignments with the rule,
+revision, trigger, reason and run), in time order."""
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from flask import current_app
+from sqlalchemy import select
+
+from core.db import db
+from desk.conversations import applied_receipts, conversation_events, conversation_messages
+from desk.models import Conversation, Member
+
+# app.extensions key: (tenant_id, applied receipts) -> {receipt id: why}, handed over by the app
+# factory (the rules explain their own commands; the desk cannot import them).
+EXPLAINER = "desk.decision_explainer"
+Explainer = Callable[[uuid.UUID, list], dict]
+
+
+@dataclass
+class Entry:
+    """One line of the thread: a `message`, a `change` by hand, or an automated `decision`."""
+
+    kind: str
+    at: datetime
+    message: object = None
+    change: str | None = None  # assignment | status
+    actor: str | None = None
+    before: str | None = None
+    after: str | None = None
+    why: dict = field(default_factory=dict)
+
+
+def member_names(tenant_id: uuid.UUID, ids: set) -> dict[str, str]:
+    """Display names of the tenant's members by id (as text), in one statement."""
+    wanted = {uuid.UUID(str(value)) for value in ids if value}
+    if not wanted:
+        return {}
+    return {str(member_id): name for member_id, name in db.session.execute(select(Member.id, Member.display_name)
+            .where(Member.tenant_id == tenant_id, Member.id.in_(wanted)))}
+
+
+def thread(conversation: Conversation) -> list[Entry]:
+    """The conversation's entries, oldest first."""
+    messages = conversation_messages(conversation)
+    events = conversation_events(conversation)
+    receipts = applied_receipts(conversation)
+    explain: Explainer | None = current_app.extensions.get(EXPLAINER)
+    why = explain(conversation.tenant_id, receipts) if explain and receipts else {}
+    names = member_names(conversation.tenant_id, {m.author_member_id for m in messages}
+                         | {e.actor_member_id for e in events}
+                         | {e.before for e in events if e.kind == "assignment"}
+                         | {e.after for e in events if e.kind == "assignment"}
+                         | {r.target_member_id for r in receipts})
+
+    def label(kind: str, value: str | None) -> str | None:
+        return names.get(value, "a former member") if kind == "assignment" and value else value
+
+    entries = [Entry("message", m.created_at, message=m, actor=names.get(str(m.author_member_id))) for m in messages]
+    entries += [Entry("change", e.created_at, change=e.kind, actor=names.get(str(e.actor_member_id)),
+                      before=label(e.kind, e.before), after=label(e.kind, e.after)) for e in events]
+    entries += [Entry("decision", r.updated_at, change="assignment", after=names.get(str(r.target_member_id)),
+                      why=why.get(r.id, {})) for r in receipts]
+    return sorted(entries, key=lambda entry: entry.at)
