@@ -1,4 +1,4 @@
-"""Reading conversations and messages for the workbench, always inside one tenant; the changes
+"""Reading a conversation and its messages for the workbench, always inside one tenant; the changes
 people make by hand (assignee, status); and the atomic assignment adapter, the one writer of
 automated reassignments (document 2). Both writers are compare-and-swap statements that move the
 conversation's change stamp (`updated_at`), so neither ever overwrites the other."""
@@ -16,21 +16,6 @@ from core.db import WROTE, db, tenant_row
 from core.once import CreateOnce
 from desk.models import (CONVERSATION_STATUSES, AssignmentReceipt, Conversation, ConversationEvent, Member,
                          Message)
-
-VIEWS = ("all", "mine", "unassigned")
-LIST_LIMIT = 50
-
-
-def list_conversations(tenant_id: uuid.UUID, member_id: uuid.UUID, view: str) -> list[Conversation]:
-    """Open and pending conversations of the tenant, most recent activity first."""
-    query = select(Conversation).where(
-        Conversation.tenant_id == tenant_id, Conversation.status.in_(("open", "pending")))
-    if view == "mine":
-        query = query.where(Conversation.assignee_member_id == member_id)
-    elif view == "unassigned":
-        query = query.where(Conversation.assignee_member_id.is_(None))
-    return list(db.session.scalars(
-        query.order_by(Conversation.last_activity_at.desc()).limit(LIST_LIMIT)))
 
 
 def get_conversation(tenant_id: uuid.UUID, conversation_id: uuid.UUID) -> Conversation:

@@ -162,6 +162,11 @@ class Conversation(UUIDPrimaryKey, Base):
     __table_args__ = (
         one_of("status", CONVERSATION_STATUSES),
         Index("ix_conversation_tenant_id_last_activity_at", "tenant_id", "last_activity_at"),
+        # The workbench: its list tabs (status; mine and unassigned) and the "changes since" poll.
+        Index("ix_conversation_tenant_id_status_last_activity_at", "tenant_id", "status", "last_activity_at"),
+        Index("ix_conversation_tenant_assignee_status_activity", "tenant_id", "assignee_member_id", "status",
+              "last_activity_at"),
+        Index("ix_conversation_tenant_id_updated_at", "tenant_id", "updated_at"),
         Index("ix_conversation_customer_id_channel_id", "customer_id", "channel_id"),
     )
 
@@ -201,6 +206,17 @@ class Message(UUIDPrimaryKey, Base):
     text: Mapped[str] = mapped_column(Text)
     attachments: Mapped[list] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ConversationRead(Base):
+    """When a member last read a conversation in the workbench: later activity marks it unread."""
+
+    __tablename__ = "conversation_read"
+
+    member_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("member.id"), primary_key=True)
+    conversation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("conversation.id"), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    read_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ConversationEvent(UUIDPrimaryKey, Base):

@@ -1,14 +1,17 @@
-"""The agents' workbench: conversation list, the thread, and the changes people make by hand."""
+"""The agents' workbench: the conversation list, the thread, the customer's details with the
+changes people make by hand, and the cheap "changes since" poll that keeps them live."""
 import uuid
+from datetime import UTC, datetime
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from core.api import ApiError, parse_uuid
+from core.clock import iso
 from core.db import db
 from core.web import htmx
-from desk.conversations import (REASSIGNING_ROLES, UNCHANGED, VIEWS, change_by_hand, get_conversation,
-                                list_conversations)
+from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
+from desk.inbox import STATUSES, VIEWS, changes_since, latest_change, list_conversations, mark_read
 from desk.models import CONVERSATION_STATUSES, Member
 from desk.sessions import current_member, workbench_required
 from desk.timeline import thread
@@ -16,6 +19,7 @@ from desk.timeline import thread
 bp = Blueprint("workbench", __name__)
 
 STATUS_LABELS = {"open": "Open", "pending": "Pending", "resolved": "Resolved"}
+VIEW_LABELS = {"mine": "Mine", "unassigned": "Unassigned", "all": "All"}
 TRIGGER_LABELS = {"manual": "a manual plan", "scheduled": "a scheduled round", "message_event": "a new message"}
 CHANGE_ERRORS = {
     "conversation_changed": "Someone changed this conversation meanwhile; this is how it stands now. "
@@ -27,40 +31,94 @@ CHANGE_ERRORS = {
     "invalid_form": "The form was incomplete: reload the page and try again.",
 }
 TYPEAHEAD_LIMIT = 10
+NO_CHANGE_YET = datetime(2000, 1, 1, tzinfo=UTC)  # where the poll of a tenant without conversations starts
+
+
+def _tab() -> tuple[str, str]:
+    """The list's status and view from the query string (open / all by default)."""
+    status, view = request.args.get("status", "open"), request.args.get("view", "all")
+    return (status if status in STATUSES else "open"), (view if view in VIEWS else "all")
+
+
+def _list_context(status: str, view: str) -> dict:
+    """What the list partial shows."""
+    member = current_member()
+    return {"conversations": list_conversations(member.tenant_id, member.id, status, view), "status": status,
+            "view": view, "statuses": STATUSES, "views": VIEWS, "status_labels": STATUS_LABELS,
+            "view_labels": VIEW_LABELS}
 
 
 def _conversation_context(conversation, message: str | None = None) -> dict:
-    """What the conversation partial shows."""
+    """What the thread and the details panel show."""
     member = current_member()
     return {"conversation": conversation, "entries": thread(conversation), "change_message": message,
-            "may_reassign": member.role in REASSIGNING_ROLES, "statuses": CONVERSATION_STATUSES,
+            "may_reassign": member.role in REASSIGNING_ROLES, "conversation_statuses": CONVERSATION_STATUSES,
             "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS}
+
+
+def _page(conversation=None):
+    """The whole workbench, with a conversation open or not."""
+    member = current_member()
+    stamp = latest_change(member.tenant_id)
+    context = _conversation_context(conversation) if conversation is not None else {}
+    return render_template("desk/workbench.html", since=iso(stamp or NO_CHANGE_YET),
+                           **{**_list_context(*_tab()), **context})
 
 
 @bp.get("/workbench")
 @workbench_required
 def index():
-    """Conversation list, filtered to mine / unassigned / all."""
+    """The workbench; for htmx, the list of one status and view."""
+    if htmx:
+        return render_template("desk/_conversation_list.html", **_list_context(*_tab()))
+    return _page()
+
+
+def _read(conversation_id: uuid.UUID):
+    """The conversation, marked read by the current member (committed)."""
     member = current_member()
-    view = request.args.get("view", "all")
-    if view not in VIEWS:
-        view = "all"
-    conversations = list_conversations(member.tenant_id, member.id, view)
-    template = "desk/_conversation_list.html" if htmx else "desk/workbench.html"
-    return render_template(template, conversations=conversations, view=view, views=VIEWS)
+    found = get_conversation(member.tenant_id, conversation_id)
+    mark_read(member.id, found)
+    db.session.commit()
+    return found
 
 
 @bp.get("/workbench/conversations/<uuid:conversation_id>")
 @workbench_required
 def conversation(conversation_id: uuid.UUID):
-    """One conversation with its thread; a partial for HTMX, the whole page otherwise."""
-    member = current_member()
-    found = get_conversation(member.tenant_id, conversation_id)
+    """One conversation: its thread and, out of band, its details for htmx; the whole page otherwise."""
+    found = _read(conversation_id)
     if htmx:
-        return render_template("desk/_conversation.html", **_conversation_context(found))
-    conversations = list_conversations(member.tenant_id, member.id, "all")
-    return render_template("desk/workbench.html", conversations=conversations, view="all", views=VIEWS,
-                           **_conversation_context(found))
+        return render_template("desk/_conversation.html", details_oob=True, **_conversation_context(found))
+    return _page(found)
+
+
+@bp.get("/workbench/conversations/<uuid:conversation_id>/thread")
+@workbench_required
+def live_thread(conversation_id: uuid.UUID):
+    """The thread again (the poll saw this conversation change) with its details out of band."""
+    found = _read(conversation_id)
+    return render_template("desk/_thread_live.html", details_oob=True, **_conversation_context(found))
+
+
+@bp.get("/workbench/changes")
+@workbench_required
+def changes():
+    """204 when none of the tenant's conversations changed after `since`; else the newest stamp
+    and the ids of the conversations that changed (the page then refreshes what shows them)."""
+    try:
+        since = datetime.fromisoformat(request.args.get("since", ""))
+    except ValueError:
+        raise ApiError("invalid_since", 400) from None
+    if since.tzinfo is None:
+        raise ApiError("invalid_since", 400)
+    found = changes_since(current_member().tenant_id, since)
+    if found is None:
+        return "", 204, {"Cache-Control": "no-store"}
+    stamp, ids = found
+    answer = jsonify(since=iso(stamp), conversation_ids=[str(i) for i in ids])
+    answer.headers["Cache-Control"] = "no-store"
+    return answer
 
 
 def _seen() -> tuple[uuid.UUID | None, str]:
@@ -85,14 +143,16 @@ def _change(conversation_id: uuid.UUID, **change):
 
 
 def _answer(conversation_id: uuid.UUID, message: str | None = None, status: int = 200):
-    """The conversation partial (the list refreshes itself on the event) or, without htmx, the page."""
+    """The details panel with the thread out of band (the list refreshes on the event) or, without
+    htmx, the conversation's page."""
     if not htmx:
         if message:
             flash(message, "error")
         return redirect(url_for("workbench.conversation", conversation_id=conversation_id))
     found = get_conversation(current_member().tenant_id, conversation_id)
     headers = {"HX-Trigger": "conversations-changed"} if status == 200 else {}
-    return render_template("desk/_conversation.html", **_conversation_context(found, message)), status, headers
+    return (render_template("desk/_details_answer.html", **_conversation_context(found, message)), status,
+            headers)
 
 
 @bp.post("/workbench/conversations/<uuid:conversation_id>/assignee")

@@ -1,8 +1,15 @@
-"""The workbench shows only the selected tenant's conversations."""
-import pytest
+"""The workbench: its list by status and view (unread marks, last-message previews), the thread,
+the customer's details, the "changes since" poll, and only the selected tenant's conversations."""
+from datetime import timedelta
 
+import pytest
+from sqlalchemy import update
+
+from core.clock import iso, utcnow
 from core.db import db
 from desk.models import Conversation, Customer, Message
+from tests.conftest import seat
+from tests.rules.test_runs_pages import _statements
 
 
 def _conversation(tenant, name, status="open", assignee=None, text="hello") -> Conversation:
@@ -19,12 +26,13 @@ def _conversation(tenant, name, status="open", assignee=None, text="hello") -> C
     return conversation
 
 
-def test_workbench_lists_open_and_pending_but_not_resolved(agent_client, tenant):
-    _conversation(tenant, "Open Olga")
-    _conversation(tenant, "Pending Pete", status="pending")
-    _conversation(tenant, "Resolved Rita", status="resolved")
-    page = agent_client.get("/workbench").get_data(as_text=True)
-    assert "Open Olga" in page and "Pending Pete" in page and "Resolved Rita" not in page
+@pytest.mark.parametrize("status,shown", [("", "Open Olga"), ("open", "Open Olga"), ("pending", "Pending Pete"),
+                                          ("resolved", "Resolved Rita")])
+def test_the_status_tabs_list_one_status_each_and_open_by_default(agent_client, tenant, status, shown):
+    for name, state in (("Open Olga", "open"), ("Pending Pete", "pending"), ("Resolved Rita", "resolved")):
+        _conversation(tenant, name, status=state)
+    page = agent_client.get(f"/workbench?status={status}").get_data(as_text=True)
+    assert [name for name in ("Open Olga", "Pending Pete", "Resolved Rita") if name in page] == [shown]
 
 
 def test_workbench_never_shows_another_tenants_conversations(agent_client, tenant, other_tenant):
@@ -53,8 +61,11 @@ def test_conversation_partial_for_htmx_and_full_page_otherwise(agent_client, ten
     assert "<html" in full and "where is my parcel?" in full
 
 
-def test_empty_workbench_says_so(agent_client):
-    assert "No open or pending conversations" in agent_client.get("/workbench").get_data(as_text=True)
+@pytest.mark.parametrize("query,says", [("", "No open conversations here."),
+                                        ("?status=pending&view=mine", "No pending conversations assigned to you."),
+                                        ("?view=unassigned", "No open conversations without an assignee.")])
+def test_an_empty_list_says_what_it_is_empty_of(agent_client, query, says):
+    assert says in agent_client.get(f"/workbench{query}").get_data(as_text=True)
 
 
 def test_customer_names_and_message_texts_are_shown_as_text_not_markup(agent_client, tenant):
@@ -74,3 +85,104 @@ def test_reading_conversations_in_the_workbench_changes_nothing(agent_client, te
     agent_client.get(f"/workbench/conversations/{conversation.id}")
     db.session.expire_all()
     assert conversation.updated_at == before  # a rule's snapshot taken before the reads still holds
+
+
+def test_the_list_shows_the_last_public_message_not_a_private_note(agent_client, tenant, agent):
+    conversation = _conversation(tenant, "Olga", text="first question")
+    db.session.add_all([Message(tenant_id=tenant.id, conversation_id=conversation.id, direction="inbound",
+                                text="where is my parcel?", created_at=utcnow() + timedelta(seconds=1)),
+                        Message(tenant_id=tenant.id, conversation_id=conversation.id, direction="outbound",
+                                kind="private_note", author_member_id=agent.id, text="secret note",
+                                created_at=utcnow() + timedelta(seconds=2))])
+    db.session.commit()
+    page = agent_client.get("/workbench").get_data(as_text=True)
+    assert "where is my parcel?" in page and "secret note" not in page and "first question" not in page
+
+
+def test_a_conversation_is_unread_until_opened_and_again_after_new_activity(agent_client, tenant):
+    conversation = _conversation(tenant, "Olga")
+    assert 'class="unread"' in agent_client.get("/workbench").get_data(as_text=True)
+    agent_client.get(f"/workbench/conversations/{conversation.id}", headers={"HX-Request": "true"})
+    assert 'class="unread"' not in agent_client.get("/workbench").get_data(as_text=True)
+    db.session.execute(update(Conversation).values(last_activity_at=utcnow() + timedelta(seconds=5)))
+    db.session.commit()
+    assert 'class="unread"' in agent_client.get("/workbench").get_data(as_text=True)
+
+
+def test_unread_marks_are_each_members_own(app, agent_client, tenant):
+    conversation = _conversation(tenant, "Olga")
+    agent_client.get(f"/workbench/conversations/{conversation.id}")
+    other = app.test_client()
+    from tests.conftest import login
+    login(other, seat(tenant, "agent").user.email)
+    assert 'class="unread"' in other.get("/workbench").get_data(as_text=True)
+
+
+def test_the_details_panel_shows_the_customer_and_the_conversations_assignee_and_status(agent_client, tenant,
+                                                                                          agent):
+    conversation = _conversation(tenant, "Olga", assignee=agent)
+    customer = db.session.get(Customer, conversation.customer_id)
+    customer.phone, customer.email, customer.support_note = "+86 138 0000 0000", "olga@example.com", "VIP since 2024"
+    db.session.commit()
+    page = agent_client.get(f"/workbench/conversations/{conversation.id}", headers={"HX-Request": "true"})
+    html = page.get_data(as_text=True)
+    assert 'id="details-pane" hx-swap-oob="innerHTML"' in html  # the details replace the panel's
+    for shown in ("+86 138 0000 0000", "olga@example.com", "VIP since 2024", "Agent Person", ">Open<"):
+        assert shown in html
+
+
+def test_attachments_are_listed_by_name_and_size_never_opened_inline(agent_client, tenant):
+    conversation = _conversation(tenant, "Olga")
+    db.session.add(Message(tenant_id=tenant.id, conversation_id=conversation.id, direction="inbound", text="see file",
+                           attachments=[{"name": "invoice.pdf", "size": 2048, "url": "https://example.com/x.pdf"}]))
+    db.session.commit()
+    html = agent_client.get(f"/workbench/conversations/{conversation.id}").get_data(as_text=True)
+    assert "invoice.pdf" in html and "2.0 kB" in html and "example.com/x.pdf" not in html
+
+
+def _since(agent_client) -> str:
+    page = agent_client.get("/workbench").get_data(as_text=True)
+    return page.split('data-since="', 1)[1].split('"', 1)[0]
+
+
+def test_the_poll_answers_204_while_nothing_changed_and_names_what_changed_after(agent_client, tenant):
+    quiet, busy = _conversation(tenant, "Quiet"), _conversation(tenant, "Busy")
+    since = _since(agent_client)
+    assert agent_client.get("/workbench/changes", query_string={"since": since}).status_code == 204
+    db.session.execute(update(Conversation).where(Conversation.id == busy.id).values(status="pending"))
+    db.session.commit()
+    answer = agent_client.get("/workbench/changes", query_string={"since": since})
+    assert answer.status_code == 200 and answer.get_json()["conversation_ids"] == [str(busy.id)]
+    assert quiet.id != busy.id
+    later = answer.get_json()["since"]
+    assert agent_client.get("/workbench/changes", query_string={"since": later}).status_code == 204
+
+
+def test_the_poll_never_sees_another_tenants_changes(agent_client, tenant, other_tenant):
+    _conversation(tenant, "Mine")
+    since = _since(agent_client)
+    _conversation(other_tenant, "Theirs")
+    assert agent_client.get("/workbench/changes", query_string={"since": since}).status_code == 204
+
+
+@pytest.mark.parametrize("since", ["", "yesterday", "2026-11-25T10:00:00", "2026-13-01T00:00:00Z"])
+def test_a_bad_since_is_400(agent_client, since):
+    assert agent_client.get("/workbench/changes", query_string={"since": since}).status_code == 400
+
+
+def test_the_poll_needs_a_workbench_session(client):
+    assert client.get("/workbench/changes", query_string={"since": iso(utcnow())}).status_code in (302, 401)
+
+
+def test_the_page_and_the_poll_cost_the_same_statements_for_3_and_40_conversations(app, agent_client, tenant):
+    for n in range(3):
+        _conversation(tenant, f"Customer {n}")
+    since = _since(agent_client)
+    few = (_statements(app, lambda: agent_client.get("/workbench")),
+           _statements(app, lambda: agent_client.get("/workbench/changes", query_string={"since": since})))
+    for n in range(3, 40):
+        _conversation(tenant, f"Customer {n}")
+    page = []
+    many = (_statements(app, lambda: page.append(agent_client.get("/workbench").get_data(as_text=True))),
+            _statements(app, lambda: agent_client.get("/workbench/changes", query_string={"since": since})))
+    assert page[0].count("Customer ") >= 40 and many == few

@@ -1,0 +1,87 @@
+"""The workbench's conversation list and its "changes since" poll, one statement each, flat in
+the tenant's size: the list reads its page of rows with their customer, assignee, last message
+and the reader's unread mark together; the poll answers from the (tenant, updated_at) index."""
+import uuid
+from datetime import datetime
+from functools import cache
+
+from sqlalchemy import Select, and_, bindparam, func, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from core.clock import utcnow
+from core.db import db
+from desk.models import Conversation, ConversationRead, Customer, Member, Message
+
+STATUSES = ("open", "pending", "resolved")
+VIEWS = ("mine", "unassigned", "all")
+LIST_LIMIT = 50
+PREVIEW_CHARACTERS = 120
+CHANGES_LIMIT = 100  # the poll names at most this many changed conversations (the list refreshes anyway)
+
+_TENANT = bindparam("tenant", type_=Conversation.tenant_id.type)
+_MEMBER = bindparam("member", type_=Conversation.assignee_member_id.type)
+
+
+def _list_statement(status: str, view: str) -> Select:
+    """The list's one statement for a tab (parameters: tenant, member)."""
+    preview = (select(func.substr(Message.text, 1, PREVIEW_CHARACTERS))
+               .where(Message.conversation_id == Conversation.id, Message.kind == "public")
+               .order_by(Message.created_at.desc()).limit(1).correlate(Conversation).scalar_subquery())
+    read = and_(ConversationRead.conversation_id == Conversation.id, ConversationRead.member_id == _MEMBER)
+    query = (select(Conversation.id, Conversation.status, Conversation.last_activity_at,
+                    Conversation.assignee_member_id, Customer.name.label("customer_name"),
+                    Member.display_name.label("assignee_name"), preview.label("preview"),
+                    or_(ConversationRead.read_at.is_(None),
+                        ConversationRead.read_at < Conversation.last_activity_at).label("unread"))
+             .join(Customer, Customer.id == Conversation.customer_id)
+             .outerjoin(Member, Member.id == Conversation.assignee_member_id)
+             .outerjoin(ConversationRead, read)
+             .where(Conversation.tenant_id == _TENANT, Conversation.status == status))
+    if view == "mine":
+        query = query.where(Conversation.assignee_member_id == _MEMBER)
+    elif view == "unassigned":
+        query = query.where(Conversation.assignee_member_id.is_(None))
+    return query.order_by(Conversation.last_activity_at.desc(), Conversation.id.desc()).limit(LIST_LIMIT)
+
+
+_LISTS = {(status, view): _list_statement(status, view) for status in STATUSES for view in VIEWS}
+_CHANGES = (select(Conversation.id, Conversation.updated_at)
+            .where(Conversation.tenant_id == _TENANT,
+                   Conversation.updated_at > bindparam("since", type_=Conversation.updated_at.type))
+            .order_by(Conversation.updated_at.desc()).limit(CHANGES_LIMIT))
+_LATEST_CHANGE = select(func.max(Conversation.updated_at)).where(Conversation.tenant_id == _TENANT)
+
+
+def list_conversations(tenant_id: uuid.UUID, member_id: uuid.UUID, status: str, view: str) -> list:
+    """A page of the tenant's conversations in one status and view (mine, unassigned, all), most
+    recent activity first, with customer name, assignee name, last public message and unread mark."""
+    return list(db.session.execute(_LISTS[status, view], {"tenant": tenant_id, "member": member_id}))
+
+
+@cache
+def _read_mark(dialect: str):
+    """INSERT the member's read mark or move it to the new time."""
+    statement = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(ConversationRead.__table__)
+    return statement.on_conflict_do_update(index_elements=("member_id", "conversation_id"),
+                                           set_={"read_at": statement.excluded.read_at})
+
+
+def mark_read(member_id: uuid.UUID, conversation: Conversation) -> None:
+    """The member has now read the conversation (its activity so far). Flushes only."""
+    db.session.execute(_read_mark(db.session.get_bind().dialect.name), {
+        "member_id": member_id, "conversation_id": conversation.id, "tenant_id": conversation.tenant_id,
+        "read_at": max(utcnow(), conversation.last_activity_at)})
+
+
+def latest_change(tenant_id: uuid.UUID) -> datetime | None:
+    """The newest change stamp of the tenant's conversations (where a page's poll starts)."""
+    return db.session.scalar(_LATEST_CHANGE, {"tenant": tenant_id})
+
+
+def changes_since(tenant_id: uuid.UUID, since: datetime) -> tuple[datetime, list[uuid.UUID]] | None:
+    """The newest change stamp and the conversations changed after `since` (newest first, at most
+    CHANGES_LIMIT), or None when nothing changed: one statement on the (tenant, updated_at) index."""
+    rows = db.session.execute(_CHANGES, {"tenant": tenant_id, "since": since}).all()
+    if not rows:
+        return None
+    return rows[0].updated_at, [row.id for row in rows]

@@ -1,0 +1,118 @@
+"""The workbench in a real browser: live updates, changes by hand, keyboard, and phones."""
+import json
+import time
+
+import pytest
+import requests
+from playwright.sync_api import expect
+
+from core.crypto import hmac_sha256_hex
+from core.db import db
+from desk.channels import create_channel
+from desk.models import Conversation, Customer, Message
+from tests.browser.test_console_flow import _log_in
+
+PHONE = {"width": 390, "height": 844}
+LIVE_WAIT_MS = 12_000  # the page polls every 3 s
+
+
+@pytest.fixture
+def channel(tenant):
+    found, secret = create_channel(tenant.id, "Website chat")
+    db.session.commit()
+    return found, secret
+
+
+def post_inbound(base: str, channel, message_id: str, text: str, name: str = "Wang Fang") -> None:
+    """What a channel does: a signed POST to the inbound endpoint over HTTP."""
+    found, secret = channel
+    raw = json.dumps({"message_id": message_id, "text": text,
+                      "customer": {"external_id": f"ext-{name}", "name": name}}, ensure_ascii=False).encode()
+    stamp = str(int(time.time()))
+    answer = requests.post(f"{base}/api/channels/{found.id}/messages", data=raw, timeout=10, headers={
+        "Content-Type": "application/json", "X-Channel-Timestamp": stamp,
+        "X-Channel-Signature": "v1=" + hmac_sha256_hex(secret, stamp.encode() + b"." + raw)})
+    assert answer.status_code in (200, 201), answer.text
+
+
+def conversation_of(tenant, name: str, text: str = "hello") -> Conversation:
+    customer = Customer(tenant_id=tenant.id, name=name, phone="+86 139 1234 5678")
+    db.session.add(customer)
+    db.session.flush()
+    found = Conversation(tenant_id=tenant.id, customer_id=customer.id)
+    db.session.add(found)
+    db.session.flush()
+    db.session.add(Message(tenant_id=tenant.id, conversation_id=found.id, direction="inbound", text=text))
+    db.session.commit()
+    return found
+
+
+def test_a_message_posted_to_the_inbound_endpoint_appears_in_an_open_workbench_without_reload(
+        page, live_server, tenant, agent, channel):
+    post_inbound(live_server, channel, "m-1", "第一条消息")
+    _log_in(page, live_server, agent.user.email)
+    page.get_by_role("link", name="Wang Fang").click()
+    thread = page.get_by_role("list", name="Messages and changes")
+    expect(thread).to_contain_text("第一条消息")
+    post_inbound(live_server, channel, "m-2", "Where is my parcel now?")
+    expect(thread).to_contain_text("Where is my parcel now?", timeout=LIVE_WAIT_MS)
+    post_inbound(live_server, channel, "m-3", "Hello from someone new", name="Li Lei")
+    expect(page.get_by_role("link", name="Li Lei")).to_be_visible(timeout=LIVE_WAIT_MS)
+    expect(page).to_have_url(f"{live_server}/workbench")  # no reload: the page was never left
+
+
+def test_assign_to_me_and_resolve_update_the_list(page, live_server, tenant, agent):
+    conversation_of(tenant, "Olga Customer")
+    _log_in(page, live_server, agent.user.email)
+    listed = page.get_by_role("link", name="Olga Customer")
+    expect(listed).to_contain_text("Unassigned")
+    listed.click()
+    page.get_by_role("button", name="Assign to me").click()
+    expect(listed).to_contain_text("Agent Person")
+    expect(page.get_by_role("list", name="Messages and changes")).to_contain_text(
+        "Agent Person assigned the conversation to Agent Person")
+    page.get_by_role("button", name="Resolve").click()
+    expect(listed).to_have_count(0)
+    page.get_by_role("navigation", name="Status").get_by_role("link", name="Resolved").click()
+    expect(page.get_by_role("link", name="Olga Customer")).to_be_visible()
+
+
+def test_j_and_k_move_through_the_list_but_not_while_typing(page, live_server, tenant, admin):
+    for name in ("First Customer", "Second Customer", "Third Customer"):
+        conversation_of(tenant, name)
+    _log_in(page, live_server, admin.user.email)
+    page.goto(f"{live_server}/workbench")
+    links = page.get_by_role("list", name="Open conversations").get_by_role("link")
+    page.keyboard.press("j")
+    expect(links.nth(0)).to_be_focused()
+    page.keyboard.press("j")
+    expect(links.nth(1)).to_be_focused()
+    page.keyboard.press("k")
+    expect(links.nth(0)).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(links.nth(1)).to_be_focused()
+    page.keyboard.press("Enter")
+    search = page.get_by_role("searchbox", name="Assign to someone else")
+    search.focus()
+    page.keyboard.type("jk")
+    expect(search).to_have_value("jk")
+    expect(search).to_be_focused()
+
+
+def test_on_a_phone_choosing_a_conversation_opens_the_customer_drawer_first(page, live_server, tenant, agent):
+    conversation_of(tenant, "Olga Customer", text="my parcel is late")
+    page.set_viewport_size(PHONE)
+    _log_in(page, live_server, agent.user.email)
+    details = page.get_by_role("complementary", name="Customer details")
+    thread = page.get_by_role("region", name="Conversation")
+    expect(details).to_be_hidden()
+    page.get_by_role("link", name="Olga Customer").click()
+    expect(details).to_be_visible()
+    expect(details).to_contain_text("+86 139 1234 5678")
+    expect(thread).to_be_hidden()
+    page.get_by_role("tab", name="Thread").click()
+    expect(thread).to_contain_text("my parcel is late")
+    expect(details).to_be_hidden()
+    page.get_by_role("tab", name="Conversations").click()
+    expect(page.get_by_role("link", name="Olga Customer")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
