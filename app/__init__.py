@@ -75,6 +75,7 @@ def _register_blueprints(app: Flask) -> None:
     import desk.api
     import desk.auth
     import desk.knowledge_views
+    import desk.quick_reply_views
     import desk.workbench
     import openapi.api
     import openapi.views
@@ -86,7 +87,8 @@ def _register_blueprints(app: Flask) -> None:
     import studio.views
 
     for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.api, rules.views,
-                   rules.run_views, openapi.api, openapi.views, studio.usage_views, desk.knowledge_views):
+                   rules.run_views, openapi.api, openapi.views, studio.usage_views, desk.knowledge_views,
+                   desk.quick_reply_views):
         app.register_blueprint(module.bp)
 
 

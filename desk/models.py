@@ -191,6 +191,7 @@ class Message(UUIDPrimaryKey, Base):
     __tablename__ = "message"
     __table_args__ = (
         UniqueConstraint("channel_id", "external_id"),
+        UniqueConstraint("conversation_id", "client_message_id"),
         one_of("direction", DIRECTIONS),
         one_of("kind", MESSAGE_KINDS),
         Index("ix_message_conversation_id_created_at", "conversation_id", "created_at"),
@@ -205,6 +206,8 @@ class Message(UUIDPrimaryKey, Base):
     author_member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
     text: Mapped[str] = mapped_column(Text)
     attachments: Mapped[list] = mapped_column(JSON, default=list)
+    # The composer's id of a reply or note: a retried POST stores the message once.
+    client_message_id: Mapped[uuid.UUID | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -254,6 +257,21 @@ class KnowledgeDocument(UUIDPrimaryKey, Base):
     safe_body: Mapped[str | None] = mapped_column(Text)
     unsafe_reason: Mapped[str | None] = mapped_column(String(60))
     published_at: Mapped[datetime | None]
+    origin: Mapped[str | None] = mapped_column(String(200))  # a template-market import keeps both
+    license: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class QuickReply(UUIDPrimaryKey, Base):
+    """A tenant's saved answer, picked in the composer by typing `/`."""
+
+    __tablename__ = "quick_reply"
+    __table_args__ = (UniqueConstraint("tenant_id", "title"),)  # also the tenant's list, by title
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    title: Mapped[str] = mapped_column(String(80))
+    body: Mapped[str] = mapped_column(Text)
     origin: Mapped[str | None] = mapped_column(String(200))  # a template-market import keeps both
     license: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -13,6 +13,8 @@ from core.web import htmx
 from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
 from desk.inbox import STATUSES, VIEWS, changes_since, latest_change, list_conversations, mark_read
 from desk.models import CONVERSATION_STATUSES, Member
+from desk.quick_replies import tenant_replies
+from desk.replies import post_message
 from desk.sessions import current_member, workbench_required
 from desk.timeline import thread
 
@@ -28,6 +30,11 @@ CHANGE_ERRORS = {
                           "to reassign this one.",
     "member_unavailable": "That member is inactive or not in this workspace: choose someone else.",
     "invalid_status": "Choose open, pending or resolved.",
+    "invalid_form": "The form was incomplete: reload the page and try again.",
+}
+COMPOSER_ERRORS = {
+    "invalid_message": "Write something first (at most 4,000 characters).",
+    "client_message_id_reused": "This message was already sent with other text: reload the page and send again.",
     "invalid_form": "The form was incomplete: reload the page and try again.",
 }
 TYPEAHEAD_LIMIT = 10
@@ -53,7 +60,7 @@ def _conversation_context(conversation, message: str | None = None) -> dict:
     member = current_member()
     return {"conversation": conversation, "entries": thread(conversation), "change_message": message,
             "may_reassign": member.role in REASSIGNING_ROLES, "conversation_statuses": CONVERSATION_STATUSES,
-            "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS}
+            "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS, "client_message_id": uuid.uuid4()}
 
 
 def _page(conversation=None):
@@ -61,7 +68,8 @@ def _page(conversation=None):
     member = current_member()
     stamp = latest_change(member.tenant_id)
     context = _conversation_context(conversation) if conversation is not None else {}
-    return render_template("desk/workbench.html", since=iso(stamp or NO_CHANGE_YET),
+    replies = [{"title": reply.title, "body": reply.body} for reply in tenant_replies(member.tenant_id)]
+    return render_template("desk/workbench.html", since=iso(stamp or NO_CHANGE_YET), quick_replies=replies,
                            **{**_list_context(*_tab()), **context})
 
 
@@ -119,6 +127,32 @@ def changes():
     answer = jsonify(since=iso(stamp), conversation_ids=[str(i) for i in ids])
     answer.headers["Cache-Control"] = "no-store"
     return answer
+
+
+@bp.post("/workbench/conversations/<uuid:conversation_id>/messages")
+@workbench_required
+def send(conversation_id: uuid.UUID):
+    """Store a reply or a private note from the composer; the thread again, or 422 with why (the
+    composer keeps its text)."""
+    member = current_member()
+    try:
+        client_message_id = parse_uuid(request.form.get("client_message_id", ""), "invalid_form")
+        post_message(member.tenant_id, member, conversation_id, request.form.get("text", ""),
+                     request.form.get("private_note") == "on", client_message_id)
+    except ApiError as err:
+        if err.code not in COMPOSER_ERRORS:
+            raise
+        db.session.rollback()
+        if not htmx:
+            flash(COMPOSER_ERRORS[err.code], "error")
+            return redirect(url_for("workbench.conversation", conversation_id=conversation_id))
+        return COMPOSER_ERRORS[err.code], 422, {"HX-Retarget": "#composer-error", "HX-Reswap": "innerHTML"}
+    db.session.commit()
+    if not htmx:
+        return redirect(url_for("workbench.conversation", conversation_id=conversation_id))
+    found = get_conversation(member.tenant_id, conversation_id)
+    return (render_template("desk/_thread_live.html", **_conversation_context(found)), 200,
+            {"HX-Trigger": "conversations-changed"})
 
 
 def _seen() -> tuple[uuid.UUID | None, str]:

@@ -23,6 +23,7 @@ from core.db import db
 from core.queue_names import DEFAULT
 from desk.channels import create_channel
 from desk.conversations import mark_sending, resolve_uncertain
+from desk.quick_replies import add_reply
 from desk.knowledge import create_document, publish, save_version
 from desk.models import Member, User
 from desk.tenancy import add_member
@@ -119,13 +120,15 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn) -> Estate:
     db.session.commit()
     assert resolve_uncertain(tenant.id, command_key(uncertain.id), conversations[1].id) == "uncertain"
     db.session.commit()
+    reply = add_reply(tenant.id, "Greeting", "Hello!")
+    db.session.commit()
     Queue(DEFAULT, connection=redis_conn).empty()  # the walk runs no jobs
 
     values = {"app_id": app_id, "rule_id": rule_id, "run_id": str(uncertain.id),
               "conversation_id": str(conversations[1].id), "document_id": str(doc.id),
               "generation_id": generation_id, "channel_id": str(channel.id),
               "customer_id": str(conversations[0].customer_id), "slug": "de-escalation",
-              "once": "a-used-or-unknown-once-key", "token": "an-unknown-token", "filename": "app.css"}
+              "once": "a-used-or-unknown-once-key", "reply_id": str(reply.id), "token": "an-unknown-token", "filename": "app.css"}
     return Estate(values, browser, app.test_client(), channel_secret, opened.token)
 
 

@@ -181,3 +181,175 @@ document.addEventListener("DOMContentLoaded", () => {
 document.addEventListener("visibilitychange", () => {
   if (document.getElementById("workbench-changes")) schedulePoll(document.hidden ? undefined : 0);
 });
+
+// --- The composer ----------------------------------------------------------------------------
+// Enter sends; Shift+Enter, Ctrl+Enter and Command+Enter insert a newline. While an input method
+// composes (compositionstart…compositionend, event.isComposing, keyCode 229 — also the keydown
+// Enter with keyCode 229 that Safari and macOS Chinese input send just after compositionend),
+// Enter belongs to the input method: it never sends and the text is left to it. One send at a
+// time: repeated Enter while a send is in flight sends nothing more; each send carries a client
+// message id, renewed only after it succeeded, so a retried POST stores one message.
+function newClientMessageId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  const hex = [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+function composerOf(target) {
+  return target.closest?.("[data-composer]") || null;
+}
+
+function imeComposing(event, form) {
+  return event.isComposing || event.keyCode === 229 || form.dataset.composing === "true";
+}
+
+function insertNewline(field) {
+  field.setRangeText("\n", field.selectionStart, field.selectionEnd, "end");
+  field.dispatchEvent(new Event("input", {bubbles: true}));
+}
+
+function sendComposer(form) {
+  if (form.elements.namedItem("text").value.trim()) form.requestSubmit();
+}
+
+document.addEventListener("compositionstart", (event) => {
+  const form = composerOf(event.target);
+  if (form) form.dataset.composing = "true";
+});
+document.addEventListener("compositionend", (event) => {
+  const form = composerOf(event.target);
+  if (form) form.dataset.composing = "false";
+});
+
+document.addEventListener("keydown", (event) => {
+  const form = composerOf(event.target);
+  if (!form || event.target.name !== "text") return;
+  if (imeComposing(event, form)) return;  // Enter, arrows and Escape choose candidates then
+  if (quickReplyKey(event, form)) return;
+  if (event.key !== "Enter") return;
+  if (event.shiftKey) return;  // the textarea's own newline
+  event.preventDefault();
+  if (event.ctrlKey || event.metaKey) insertNewline(event.target);
+  else if (!event.altKey) sendComposer(form);
+});
+
+// Captured before htmx sees it: a submit while a send is in flight goes nowhere.
+document.addEventListener("submit", (event) => {
+  const form = composerOf(event.target);
+  if (!form) return;
+  if (form.dataset.sending === "true") {
+    event.preventDefault();
+    event.stopPropagation();
+  } else {
+    form.dataset.sending = "true";
+  }
+}, true);
+
+document.addEventListener("htmx:afterRequest", (event) => {
+  const form = composerOf(event.detail.elt);
+  if (!form) return;
+  form.dataset.sending = "false";
+  if (event.detail.successful) {
+    form.elements.namedItem("text").value = "";
+    form.elements.namedItem("client_message_id").value = newClientMessageId();
+    form.querySelector("#composer-error").textContent = "";
+  }
+});
+
+// Quick replies: "/" at the start of a word opens the tenant's replies whose title or body holds
+// what follows; ArrowUp / ArrowDown move, Enter or Tab puts the reply in place of "/…" (and never
+// sends), Escape closes the list.
+const QUICK_REPLY_SHOWN = 8;
+const shownReplies = new WeakMap();
+
+function quickReplies() {
+  const data = document.getElementById("quick-reply-data");
+  return data ? JSON.parse(data.textContent) : [];
+}
+
+function slashQuery(field) {
+  const before = field.value.slice(0, field.selectionStart);
+  const match = before.match(/(^|\s)\/([^\s/]*)$/);
+  return match ? {start: before.length - match[2].length - 1, query: match[2].toLowerCase()} : null;
+}
+
+function chooseOption(form, index) {
+  const field = form.elements.namedItem("text");
+  form.querySelectorAll("#quick-reply-picker [role=option]").forEach((option, i) => {
+    option.setAttribute("aria-selected", String(i === index));
+    if (i === index) {
+      field.setAttribute("aria-activedescendant", option.id);
+      option.scrollIntoView({block: "nearest"});
+    }
+  });
+}
+
+function closePicker(form) {
+  form.querySelector("#quick-reply-picker").hidden = true;
+  form.elements.namedItem("text").removeAttribute("aria-activedescendant");
+}
+
+function renderPicker(form) {
+  const field = form.elements.namedItem("text");
+  const picker = form.querySelector("#quick-reply-picker");
+  const slash = slashQuery(field);
+  const found = slash ? quickReplies().filter((reply) =>
+    `${reply.title}\n${reply.body}`.toLowerCase().includes(slash.query)).slice(0, QUICK_REPLY_SHOWN) : [];
+  shownReplies.set(form, found);
+  picker.replaceChildren(...found.map((reply, i) => {
+    const option = document.createElement("li");
+    option.id = `quick-reply-${i}`;
+    option.setAttribute("role", "option");
+    option.dataset.index = String(i);
+    const title = document.createElement("strong");
+    title.textContent = reply.title;
+    const body = document.createElement("span");
+    body.textContent = reply.body;
+    option.append(title, body);
+    return option;
+  }));
+  if (!found.length) return closePicker(form);
+  picker.hidden = false;
+  chooseOption(form, 0);
+}
+
+function pickReply(form, index) {
+  const field = form.elements.namedItem("text");
+  const reply = shownReplies.get(form)?.[index];
+  const slash = slashQuery(field);
+  closePicker(form);
+  if (!reply || !slash) return;
+  field.setRangeText(reply.body, slash.start, field.selectionStart, "end");
+  updateCounter(field);
+}
+
+function quickReplyKey(event, form) {
+  const picker = form.querySelector("#quick-reply-picker");
+  if (picker.hidden) return false;
+  const count = picker.querySelectorAll("[role=option]").length;
+  const at = Number(picker.querySelector("[aria-selected=true]")?.dataset.index ?? 0);
+  if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    chooseOption(form, (at + (event.key === "ArrowDown" ? 1 : count - 1)) % count);
+  } else if (event.key === "Enter" || event.key === "Tab") {
+    pickReply(form, at);
+  } else if (event.key === "Escape") {
+    closePicker(form);
+  } else {
+    return false;
+  }
+  event.preventDefault();
+  return true;
+}
+
+document.addEventListener("input", (event) => {
+  const form = composerOf(event.target);
+  if (form && event.target.name === "text") renderPicker(form);
+});
+document.addEventListener("mousedown", (event) => {
+  const option = event.target.closest?.("#quick-reply-picker [role=option]");
+  if (!option) return;
+  event.preventDefault();  // the composer keeps the focus
+  pickReply(composerOf(option), Number(option.dataset.index));
+});

@@ -1,0 +1,45 @@
+"""Replies and private notes written in the workbench's composer: stored once per client message
+id (a retried POST stores one message), moving the conversation's activity and change stamp."""
+import uuid
+
+from sqlalchemy import update
+
+from core.api import ApiError
+from core.clock import utcnow
+from core.db import db
+from core.once import CreateOnce
+from core.text import JS_WHITESPACE, storable
+from desk.channels import TEXT_LIMIT
+from desk.conversations import get_conversation
+from desk.inbox import mark_read
+from desk.models import Conversation, Member, Message
+
+COMPOSED = CreateOnce(Message, ("conversation_id", "client_message_id"))
+
+
+def _text(text: str) -> str:
+    """The message without surrounding blanks, 1 to 4,000 characters, storable; else 400 invalid_message."""
+    text = (text or "").strip(JS_WHITESPACE)
+    if not text or len(text) > TEXT_LIMIT or not storable(text):
+        raise ApiError("invalid_message", 400)
+    return text
+
+
+def post_message(tenant_id: uuid.UUID, author: Member, conversation_id: uuid.UUID, text: str, private: bool,
+                 client_message_id: uuid.UUID) -> tuple[Message, bool]:
+    """Store a reply (outbound, public) or a private note once; (message, replayed). The same client
+    message id with another text or kind is 409 client_message_id_reused. Flushes only."""
+    conversation = get_conversation(tenant_id, conversation_id)
+    text, kind, now = _text(text), "private_note" if private else "public", utcnow()
+    message, replayed = COMPOSED.insert({
+        "id": uuid.uuid4(), "tenant_id": tenant_id, "conversation_id": conversation.id,
+        "channel_id": conversation.channel_id, "direction": "outbound", "kind": kind, "author_member_id": author.id,
+        "text": text, "attachments": [], "client_message_id": client_message_id, "created_at": now})
+    if replayed:
+        if (message.text, message.kind, message.author_member_id) != (text, kind, author.id):
+            raise ApiError("client_message_id_reused", 409)
+        return message, True
+    db.session.execute(update(Conversation).where(Conversation.id == conversation.id, Conversation.tenant_id == tenant_id)
+                       .values(last_activity_at=now).execution_options(synchronize_session=False))
+    mark_read(author.id, conversation)
+    return message, False
