@@ -32,13 +32,13 @@ def create_app(config: dict | None = None) -> Flask:
 def _check_timing(cfg) -> None:
     """Stop at start-up when a timing rule between durations does not hold (ConfigurationError
     names both values): each package checks its own."""
-    from openapi import webhooks
+    from core import delivery
     from rules import scheduler
     from studio import generation, records
 
     generation.check_timing(cfg)
     records.check_timing()
-    webhooks.check_timing(cfg)
+    delivery.check_timing(cfg)
     scheduler.check_timing()
 
 
@@ -74,6 +74,7 @@ def _register_blueprints(app: Flask) -> None:
     import core.audit  # noqa: F401  the audit table has no blueprint
     import desk.api
     import desk.auth
+    import desk.channel_views
     import desk.knowledge_views
     import desk.quick_reply_views
     import desk.workbench
@@ -88,7 +89,7 @@ def _register_blueprints(app: Flask) -> None:
 
     for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.api, rules.views,
                    rules.run_views, openapi.api, openapi.views, studio.usage_views, desk.knowledge_views,
-                   desk.quick_reply_views):
+                   desk.quick_reply_views, desk.channel_views):
         app.register_blueprint(module.bp)
 
 

@@ -29,7 +29,7 @@ from desk.models import Customer
 from desk.tenancy import create_tenant
 from openapi.apps import SCOPES, create_app
 from openapi.models import OpenApp, OpenRecord, WebhookEvent
-from openapi.webhooks import signed_headers
+from core.delivery import signed_headers
 from tests.peers import HttpsReceiver
 
 RECORDS = 10_000
@@ -182,7 +182,7 @@ def _deliveries(app) -> None:
     body = b'{"id":"x"}'
 
     def signed_post():
-        post(url, body, signed_headers(secret, "x", body, time.time()))
+        post(url, body, signed_headers(secret, "x", body, time.time(), "CustomStudio-Webhooks/1"))
 
     with app.app_context():
         for _ in range(20):  # the first POSTs build the TLS context and the lookup threads

@@ -12,6 +12,7 @@ from core.text import JS_WHITESPACE, storable
 from desk.channels import TEXT_LIMIT
 from desk.conversations import get_conversation
 from desk.inbox import mark_read
+from desk.outbound import add_delivery
 from desk.models import Conversation, Member, Message
 
 COMPOSED = CreateOnce(Message, ("conversation_id", "client_message_id"))
@@ -26,9 +27,11 @@ def _text(text: str) -> str:
 
 
 def post_message(tenant_id: uuid.UUID, author: Member, conversation_id: uuid.UUID, text: str, private: bool,
-                 client_message_id: uuid.UUID) -> tuple[Message, bool]:
-    """Store a reply (outbound, public) or a private note once; (message, replayed). The same client
-    message id with another text or kind is 409 client_message_id_reused. Flushes only."""
+                 client_message_id: uuid.UUID) -> tuple[Message, uuid.UUID | None]:
+    """Store a reply (outbound, public) or a private note once; (message, id of the reply's new
+    delivery to queue after the commit, or None: a note, a replay, or a channel without an
+    endpoint). The same client message id with another text or kind is 409
+    client_message_id_reused. Flushes only."""
     conversation = get_conversation(tenant_id, conversation_id)
     text, kind, now = _text(text), "private_note" if private else "public", utcnow()
     message, replayed = COMPOSED.insert({
@@ -38,8 +41,8 @@ def post_message(tenant_id: uuid.UUID, author: Member, conversation_id: uuid.UUI
     if replayed:
         if (message.text, message.kind, message.author_member_id) != (text, kind, author.id):
             raise ApiError("client_message_id_reused", 409)
-        return message, True
+        return message, None
     db.session.execute(update(Conversation).where(Conversation.id == conversation.id, Conversation.tenant_id == tenant_id)
                        .values(last_activity_at=now).execution_options(synchronize_session=False))
     mark_read(author.id, conversation)
-    return message, False
+    return message, add_delivery(conversation, db.session.get(Message, message.id))

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from core.db import db
 from desk.conversations import applied_receipts, conversation_events, conversation_messages
 from desk.models import Conversation, Member
+from desk.outbound import latest_deliveries
 
 # app.extensions key: (tenant_id, applied receipts) -> {receipt id: why}, handed over by the app
 # factory (the rules explain their own commands; the desk cannot import them).
@@ -31,6 +32,7 @@ class Entry:
     before: str | None = None
     after: str | None = None
     why: dict = field(default_factory=dict)
+    delivery: object = None  # a reply's newest delivery to its channel, if it has one
 
 
 def member_names(tenant_id: uuid.UUID, ids: set) -> dict[str, str]:
@@ -58,7 +60,10 @@ def thread(conversation: Conversation) -> list[Entry]:
     def label(kind: str, value: str | None) -> str | None:
         return names.get(value, "a former member") if kind == "assignment" and value else value
 
-    entries = [Entry("message", m.created_at, message=m, actor=names.get(str(m.author_member_id))) for m in messages]
+    deliveries = latest_deliveries(conversation.tenant_id, [m.id for m in messages
+                                                            if m.direction == "outbound" and m.kind == "public"])
+    entries = [Entry("message", m.created_at, message=m, actor=names.get(str(m.author_member_id)),
+                     delivery=deliveries.get(m.id)) for m in messages]
     entries += [Entry("change", e.created_at, change=e.kind, actor=names.get(str(e.actor_member_id)),
                       before=label(e.kind, e.before), after=label(e.kind, e.after)) for e in events]
     entries += [Entry("decision", r.updated_at, change="assignment", after=names.get(str(r.target_member_id)),

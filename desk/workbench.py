@@ -1,24 +1,28 @@
 """The agents' workbench: the conversation list, the thread, the customer's details with the
 changes people make by hand, and the cheap "changes since" poll that keeps them live."""
+import logging
 import uuid
 from datetime import UTC, datetime
 
 from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
+from redis.exceptions import RedisError
 from sqlalchemy import select
 
 from core.api import ApiError, parse_uuid
 from core.clock import iso
-from core.db import db
+from core.db import db, tenant_row
 from core.web import htmx
 from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
 from desk.inbox import STATUSES, VIEWS, changes_since, latest_change, list_conversations, mark_read
-from desk.models import CONVERSATION_STATUSES, Member
+from desk import outbound
+from desk.models import CONVERSATION_STATUSES, Member, Message
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
 from desk.sessions import current_member, workbench_required
 from desk.timeline import thread
 
 bp = Blueprint("workbench", __name__)
+log = logging.getLogger(__name__)
 
 STATUS_LABELS = {"open": "Open", "pending": "Pending", "resolved": "Resolved"}
 VIEW_LABELS = {"mine": "Mine", "unassigned": "Unassigned", "all": "All"}
@@ -36,6 +40,10 @@ COMPOSER_ERRORS = {
     "invalid_message": "Write something first (at most 4,000 characters).",
     "client_message_id_reused": "This message was already sent with other text: reload the page and send again.",
     "invalid_form": "The form was incomplete: reload the page and try again.",
+}
+RETRY_ERRORS = {
+    "delivery_not_failed": "This reply is being sent or was sent already.",
+    "no_outbound_endpoint": "The channel has no outbound endpoint any more: the reply stays stored only.",
 }
 TYPEAHEAD_LIMIT = 10
 NO_CHANGE_YET = datetime(2000, 1, 1, tzinfo=UTC)  # where the poll of a tenant without conversations starts
@@ -137,8 +145,8 @@ def send(conversation_id: uuid.UUID):
     member = current_member()
     try:
         client_message_id = parse_uuid(request.form.get("client_message_id", ""), "invalid_form")
-        post_message(member.tenant_id, member, conversation_id, request.form.get("text", ""),
-                     request.form.get("private_note") == "on", client_message_id)
+        _, delivery_id = post_message(member.tenant_id, member, conversation_id, request.form.get("text", ""),
+                                      request.form.get("private_note") == "on", client_message_id)
     except ApiError as err:
         if err.code not in COMPOSER_ERRORS:
             raise
@@ -148,11 +156,56 @@ def send(conversation_id: uuid.UUID):
             return redirect(url_for("workbench.conversation", conversation_id=conversation_id))
         return COMPOSER_ERRORS[err.code], 422, {"HX-Retarget": "#composer-error", "HX-Reswap": "innerHTML"}
     db.session.commit()
+    if delivery_id is not None:
+        _queue_delivery(delivery_id)
     if not htmx:
         return redirect(url_for("workbench.conversation", conversation_id=conversation_id))
     found = get_conversation(member.tenant_id, conversation_id)
     return (render_template("desk/_thread_live.html", **_conversation_context(found)), 200,
             {"HX-Trigger": "conversations-changed"})
+
+
+def _queue_delivery(delivery_id: uuid.UUID) -> None:
+    """Queue a committed reply's delivery; when Redis is out of reach the tick's sweeper queues it."""
+    try:
+        outbound.enqueue_delivery(delivery_id)
+    except RedisError:
+        log.error("could not enqueue reply delivery %s; the sweeper will", delivery_id)
+
+
+def _delivery_answer(message_id: uuid.UUID, message: str | None = None, status: int = 200):
+    """A reply's delivery state (it polls itself while sending)."""
+    tenant_id = current_member().tenant_id
+    found = tenant_row(Message, tenant_id, message_id)
+    if not htmx:
+        if message:
+            flash(message, "error")
+        return redirect(url_for("workbench.conversation", conversation_id=found.conversation_id))
+    latest = outbound.latest_deliveries(tenant_id, [found.id]).get(found.id)
+    return render_template("desk/_delivery.html", m=found, delivery=latest, delivery_message=message), status
+
+
+@bp.get("/workbench/messages/<uuid:message_id>/delivery")
+@workbench_required
+def delivery_state(message_id: uuid.UUID):
+    """Sending, sent or failed (with retry)."""
+    return _delivery_answer(message_id)
+
+
+@bp.post("/workbench/messages/<uuid:message_id>/retry")
+@workbench_required
+def retry_delivery(message_id: uuid.UUID):
+    """Send a reply whose delivery failed again."""
+    try:
+        delivery_id = outbound.retry(current_member().tenant_id, message_id)
+    except ApiError as err:
+        if err.code not in RETRY_ERRORS:
+            raise
+        db.session.rollback()
+        return _delivery_answer(message_id, RETRY_ERRORS[err.code], 422)
+    db.session.commit()
+    _queue_delivery(delivery_id)
+    return _delivery_answer(message_id)
 
 
 def _seen() -> tuple[uuid.UUID | None, str]:

@@ -54,6 +54,13 @@ def deliver_webhook(event_id: str) -> str:
     return webhooks.deliver(event_id)
 
 
+def deliver_reply(delivery_id: str) -> str:
+    """One delivery attempt of a reply to its channel's endpoint (queue `webhooks`; RQ retries)."""
+    from desk import outbound
+
+    return outbound.deliver(delivery_id)
+
+
 def process_knowledge(document_id: str) -> bool:
     """Safe processing of a published knowledge document (queue `default`); True when usable."""
     from desk import knowledge

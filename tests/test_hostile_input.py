@@ -23,9 +23,10 @@ from core.db import db
 from core.queue_names import DEFAULT
 from desk.channels import create_channel
 from desk.conversations import mark_sending, resolve_uncertain
+from desk.outbound import set_endpoint
 from desk.quick_replies import add_reply
 from desk.knowledge import create_document, publish, save_version
-from desk.models import Member, User
+from desk.models import ChannelDelivery, Conversation, Member, Message, User
 from desk.tenancy import add_member
 from openapi.apps import SCOPES, create_app as create_open_app
 from rules.execution import command_key
@@ -121,6 +122,14 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn) -> Estate:
     assert resolve_uncertain(tenant.id, command_key(uncertain.id), conversations[1].id) == "uncertain"
     db.session.commit()
     reply = add_reply(tenant.id, "Greeting", "Hello!")
+    chat = db.session.get(Conversation, conversations[1].id)
+    set_endpoint(tenant.id, chat.channel_id, "https://replies.example.com/hook")
+    sent = Message(tenant_id=tenant.id, conversation_id=chat.id, channel_id=chat.channel_id, direction="outbound",
+                   author_member_id=first.id, text="Your parcel left today.")
+    db.session.add(sent)
+    db.session.flush()
+    db.session.add(ChannelDelivery(tenant_id=tenant.id, channel_id=chat.channel_id, message_id=sent.id, body="{}",
+                                   status="failed", attempts=8))  # the retry form shows
     db.session.commit()
     Queue(DEFAULT, connection=redis_conn).empty()  # the walk runs no jobs
 
@@ -128,7 +137,7 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn) -> Estate:
               "conversation_id": str(conversations[1].id), "document_id": str(doc.id),
               "generation_id": generation_id, "channel_id": str(channel.id),
               "customer_id": str(conversations[0].customer_id), "slug": "de-escalation",
-              "once": "a-used-or-unknown-once-key", "reply_id": str(reply.id), "token": "an-unknown-token", "filename": "app.css"}
+              "once": "a-used-or-unknown-once-key", "reply_id": str(reply.id), "message_id": str(sent.id), "token": "an-unknown-token", "filename": "app.css"}
     return Estate(values, browser, app.test_client(), channel_secret, opened.token)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from app import create_app
 from core.config import ConfigurationError
-from openapi import webhooks
+from core import delivery
 from rules import execution, plans, scheduler
 from studio import records
 
@@ -46,8 +46,8 @@ def test_a_webhook_lease_shorter_than_the_delivery_job_stops_start_up(app_config
      "rules.scheduler.LEASE_SECONDS is 120 s, but it must equal rules.plans.STUCK_AFTER (180 s)"),
     (execution, "COMMAND_TIMEOUT", 150,
      "rules.execution.COMMAND_TIMEOUT is 150 s, but it must be shorter than rules.execution.STALE_AFTER (120 s)"),
-    (webhooks, "ATTEMPT_SECONDS", 45,
-     "openapi.webhooks.ATTEMPT_SECONDS is 45 s, but it must be shorter than openapi.webhooks.JOB_SECONDS (30 s)"),
+    (delivery, "ATTEMPT_SECONDS", 45,
+     "core.delivery.ATTEMPT_SECONDS is 45 s, but it must be shorter than core.delivery.JOB_SECONDS (30 s)"),
     (records, "RESERVATION_SECONDS", 1,
      "TASK_SECONDS) is 2 s, but it must be shorter than studio.records.RESERVATION_SECONDS (1 s)"),
 ])
