@@ -11,13 +11,15 @@ from sqlalchemy import select
 from core.api import ApiError, parse_uuid
 from core.clock import iso
 from core.db import db, tenant_row
-from core.web import htmx
+from core.forms import form_integer
+from core.web import htmx, redirect_to
 from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
 from desk.inbox import STATUSES, VIEWS, changes_since, latest_change, list_conversations, mark_read
 from desk import outbound
 from desk.models import CONVERSATION_STATUSES, Member, Message
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
+from desk.search import parse_conditions, parse_resume, search_step
 from desk.sessions import current_member, workbench_required
 from desk.timeline import thread
 
@@ -45,6 +47,11 @@ RETRY_ERRORS = {
     "delivery_not_failed": "This reply is being sent or was sent already.",
     "no_outbound_endpoint": "The channel has no outbound endpoint any more: the reply stays stored only.",
 }
+SEARCH_ERRORS = {
+    "from": "Enter the first day as a date (YYYY-MM-DD).", "to": "Enter the last day as a date (YYYY-MM-DD).",
+    "range": "The last day comes before the first day: swap them.",
+    "text": "Search for at most 200 characters.", "after": "The search changed: search again.",
+}
 TYPEAHEAD_LIMIT = 10
 NO_CHANGE_YET = datetime(2000, 1, 1, tzinfo=UTC)  # where the poll of a tenant without conversations starts
 
@@ -71,14 +78,14 @@ def _conversation_context(conversation, message: str | None = None) -> dict:
             "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS, "client_message_id": uuid.uuid4()}
 
 
-def _page(conversation=None):
-    """The whole workbench, with a conversation open or not."""
+def _page(conversation=None, search: dict | None = None):
+    """The whole workbench, with a conversation open or not, and search results instead of the list."""
     member = current_member()
     stamp = latest_change(member.tenant_id)
     context = _conversation_context(conversation) if conversation is not None else {}
     replies = [{"title": reply.title, "body": reply.body} for reply in tenant_replies(member.tenant_id)]
     return render_template("desk/workbench.html", since=iso(stamp or NO_CHANGE_YET), quick_replies=replies,
-                           **{**_list_context(*_tab()), **context})
+                           search=search, **{**_list_context(*_tab()), **context, **(search or {})})
 
 
 @bp.get("/workbench")
@@ -97,6 +104,35 @@ def _read(conversation_id: uuid.UUID):
     mark_read(member.id, found)
     db.session.commit()
     return found
+
+
+@bp.get("/workbench/search")
+@workbench_required
+def search():
+    """One bounded step of a search (the first one replaces the list; "continue" appends)."""
+    args = request.args
+    try:
+        conditions = parse_conditions(args.get("q", ""), args.get("content", ""), args.get("from", ""),
+                                      args.get("to", ""))
+        after = parse_resume(args.get("after", ""))
+    except ApiError as err:
+        return _search_answer({"error": SEARCH_ERRORS[err.detail], "continued": False}, 422)
+    if conditions.empty():
+        return redirect_to(url_for("workbench.index"))
+    step = search_step(current_member().tenant_id, conditions, after)
+    seen = (form_integer(args.get("seen")) or 0) + step.scanned
+    found = (form_integer(args.get("found")) or 0) + len(step.matches)
+    more = url_for("workbench.search", **{name: args.get(name, "") for name in ("q", "content", "from", "to")},
+                   after=step.resume_after, seen=seen, found=found) if step.resume_after else None
+    return _search_answer({"step": step, "more_url": more, "seen": seen, "found": found,
+                           "continued": htmx and after is not None})
+
+
+def _search_answer(context: dict, status: int = 200):
+    """The search's partial for htmx; without it the whole workbench with the results as its list."""
+    if htmx:
+        return render_template("desk/_search.html", status_labels=STATUS_LABELS, **context), status
+    return _page(search=context), status
 
 
 @bp.get("/workbench/conversations/<uuid:conversation_id>")

@@ -266,7 +266,7 @@ const shownReplies = new WeakMap();
 
 function quickReplies() {
   const data = document.getElementById("quick-reply-data");
-  return data ? JSON.parse(data.textContent) : [];
+  return data ? JSON.parse(data.dataset.replies) : [];
 }
 
 function slashQuery(field) {

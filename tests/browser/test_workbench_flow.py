@@ -116,3 +116,39 @@ def test_on_a_phone_choosing_a_conversation_opens_the_customer_drawer_first(page
     page.get_by_role("tab", name="Conversations").click()
     expect(page.get_by_role("link", name="Olga Customer")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_search_by_beijing_dates_includes_the_whole_end_day(page, live_server, tenant, agent):
+    from tests.desk.test_search import _beijing, make
+    make(tenant, "Last Second", at=_beijing("2026-11-20", "23:59:59"))
+    make(tenant, "Next Midnight", at=_beijing("2026-11-21", "00:00:00"))
+    _log_in(page, live_server, agent.user.email)
+    page.get_by_text("Advanced search").click()
+    page.get_by_label("Last activity from (Beijing date)").fill("2026-11-20")
+    page.get_by_label("Last activity until (whole day)").fill("2026-11-20")
+    page.get_by_role("button", name="Search").click()
+    results = page.get_by_role("list", name="Search results")
+    expect(results.get_by_role("link", name="Last Second")).to_be_visible()
+    expect(results.get_by_role("link", name="Next Midnight")).to_have_count(0)
+    page.get_by_role("textbox", name="Message content").fill("no such words")
+    page.get_by_role("button", name="Search").click()
+    expect(page.get_by_role("status")).to_contain_text("No conversation matches these conditions.")
+
+
+def test_search_continues_looking_for_older_conversations(page, live_server, tenant, agent):
+    from datetime import timedelta
+
+    from core.clock import utcnow
+    from tests.desk.test_search import _many, make
+    make(tenant, "Needle Person", at=utcnow() - timedelta(days=1))
+    _many(tenant, 200, utcnow())
+    _log_in(page, live_server, agent.user.email)
+    page.get_by_role("searchbox", name="Search conversations").fill("needle")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status")).to_contain_text("No match found so far")
+    more = page.get_by_role("link", name="Continue looking for older conversations")
+    expect(page.get_by_role("link", name="Needle Person")).to_have_count(0)
+    more.click()
+    expect(page.get_by_role("list", name="Search results").get_by_role("link", name="Needle Person")).to_be_visible()
+    expect(more).to_have_count(0)
+    expect(page.get_by_role("status")).to_contain_text("1 found among the 201 most recent conversations")
