@@ -45,10 +45,12 @@ def _list_statement(status: str, view: str) -> Select:
 
 
 _LISTS = {(status, view): _list_statement(status, view) for status in STATUSES for view in VIEWS}
-_CHANGES = (select(Conversation.id, Conversation.updated_at)
-            .where(Conversation.tenant_id == _TENANT,
-                   Conversation.updated_at > bindparam("since", type_=Conversation.updated_at.type))
-            .order_by(Conversation.updated_at.desc()).limit(CHANGES_LIMIT))
+# The poll's statement on the table itself (Core, no ORM entity): it runs every 3 s per agent.
+_CONVERSATION = Conversation.__table__
+_CHANGES = (select(_CONVERSATION.c.id, _CONVERSATION.c.updated_at)
+            .where(_CONVERSATION.c.tenant_id == _TENANT,
+                   _CONVERSATION.c.updated_at > bindparam("since", type_=_CONVERSATION.c.updated_at.type))
+            .order_by(_CONVERSATION.c.updated_at.desc()).limit(CHANGES_LIMIT))
 _LATEST_CHANGE = select(func.max(Conversation.updated_at)).where(Conversation.tenant_id == _TENANT)
 
 
@@ -81,7 +83,7 @@ def latest_change(tenant_id: uuid.UUID) -> datetime | None:
 def changes_since(tenant_id: uuid.UUID, since: datetime) -> tuple[datetime, list[uuid.UUID]] | None:
     """The newest change stamp and the conversations changed after `since` (newest first, at most
     CHANGES_LIMIT), or None when nothing changed: one statement on the (tenant, updated_at) index."""
-    rows = db.session.execute(_CHANGES, {"tenant": tenant_id, "since": since}).all()
+    rows = db.session.connection().execute(_CHANGES, {"tenant": tenant_id, "since": since}).all()
     if not rows:
         return None
     return rows[0].updated_at, [row.id for row in rows]

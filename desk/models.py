@@ -164,11 +164,13 @@ class Conversation(UUIDPrimaryKey, Base):
     __mapper_args__ = {"eager_defaults": True}
     __table_args__ = (
         one_of("status", CONVERSATION_STATUSES),
-        Index("ix_conversation_tenant_id_last_activity_at", "tenant_id", "last_activity_at"),
-        # The workbench: its list tabs (status; mine and unassigned) and the "changes since" poll.
-        Index("ix_conversation_tenant_id_status_last_activity_at", "tenant_id", "status", "last_activity_at"),
+        # Newest activity first with the id as tie-breaker, straight from the index (no sort): the
+        # tenant's conversations (plans, the search's scan window), the workbench's list tabs
+        # (status; mine and unassigned), and the "changes since" poll.
+        Index("ix_conversation_tenant_id_last_activity_at", "tenant_id", "last_activity_at", "id"),
+        Index("ix_conversation_tenant_id_status_last_activity_at", "tenant_id", "status", "last_activity_at", "id"),
         Index("ix_conversation_tenant_assignee_status_activity", "tenant_id", "assignee_member_id", "status",
-              "last_activity_at"),
+              "last_activity_at", "id"),
         Index("ix_conversation_tenant_id_updated_at", "tenant_id", "updated_at"),
         Index("ix_conversation_customer_id_channel_id", "customer_id", "channel_id"),
     )

@@ -80,38 +80,41 @@ def parse_resume(text: str) -> tuple[datetime, uuid.UUID] | None:
 
 
 def _window(tenant_id: uuid.UUID, conditions: Conditions, after: tuple[datetime, uuid.UUID] | None):
-    """The next conversations to scan, newest activity first, one past the step to know if more remain."""
+    """The next conversations to scan, newest activity first (on the index ending in id)."""
     query = select(Conversation.id, Conversation.last_activity_at).where(Conversation.tenant_id == tenant_id)
     if conditions.first_day or conditions.last_day:
         lower, upper = beijing_day_range(conditions.first_day or FAR_PAST, conditions.last_day or FAR_FUTURE)
         query = query.where(Conversation.last_activity_at >= lower, Conversation.last_activity_at < upper)
     if after is not None:
         query = query.where(tuple_(Conversation.last_activity_at, Conversation.id) < tuple_(*after))
-    return db.session.execute(query.order_by(Conversation.last_activity_at.desc(), Conversation.id.desc())
-                              .limit(SCAN_STEP + 1)).all()
+    return query.order_by(Conversation.last_activity_at.desc(), Conversation.id.desc())
 
 
 def search_step(tenant_id: uuid.UUID, conditions: Conditions, after: tuple[datetime, uuid.UUID] | None) -> Step:
-    """One bounded step of the search: two statements whatever the tenant's size."""
+    """One bounded step of the search: two statements whatever the tenant's size (the window's
+    keys, one past the step to know whether older ones remain; then the matches among the step's
+    conversations, driven by the same window)."""
     window = _window(tenant_id, conditions, after)
-    scanned = window[:SCAN_STEP]
+    keys = db.session.execute(window.limit(SCAN_STEP + 1)).all()
+    scanned = keys[:SCAN_STEP]
     if not scanned:
         return Step([], 0, None)
+    step = window.limit(SCAN_STEP).subquery()
     query = (select(Conversation.id, Conversation.status, Conversation.last_activity_at,
                     Customer.name.label("customer_name"), Customer.phone, Customer.email,
                     Member.display_name.label("assignee_name"))
+             .select_from(step).join(Conversation, Conversation.id == step.c.id)
              .join(Customer, Customer.id == Conversation.customer_id)
-             .outerjoin(Member, Member.id == Conversation.assignee_member_id)
-             .where(Conversation.tenant_id == tenant_id, Conversation.id.in_([row.id for row in scanned])))
+             .outerjoin(Member, Member.id == Conversation.assignee_member_id))
     if conditions.customer:
         typed = conditions.customer
         query = query.where(or_(*(column.icontains(typed, autoescape=True) for column in (
             Customer.name, Customer.phone, Customer.email, Customer.support_note))))
-    if conditions.content:
+    if conditions.content:  # by conversation only: the (conversation_id, created_at) index, never the tenant's
         query = query.where(exists().where(
-            Message.conversation_id == Conversation.id, Message.tenant_id == tenant_id,
+            Message.conversation_id == Conversation.id,
             Message.text.icontains(conditions.content, autoescape=True)))
     matches = db.session.execute(query.order_by(Conversation.last_activity_at.desc(), Conversation.id.desc())).all()
     last = scanned[-1]
-    resume = f"{iso(last.last_activity_at)}|{last.id}" if len(window) > SCAN_STEP else None
+    resume = f"{iso(last.last_activity_at)}|{last.id}" if len(keys) > SCAN_STEP else None
     return Step(matches, len(scanned), resume)

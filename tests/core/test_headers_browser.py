@@ -85,8 +85,8 @@ def test_console_pages_with_htmx_swaps_break_no_policy(live_server, admin, api):
         assert_no_violation(page, reports)
 
         page.get_by_role("link", name="Workbench").click()
-        page.get_by_role("tab", name="Mine").click()  # an htmx GET that pushes the URL
-        expect(page).to_have_url(f"{live_server}/workbench?view=mine")
+        page.get_by_role("navigation", name="Whose").get_by_role("link", name="Mine").click()  # htmx, pushes the URL
+        expect(page).to_have_url(f"{live_server}/workbench?status=open&view=mine")
         assert_no_violation(page, reports)
 
     in_chromium(scenario)

@@ -1,0 +1,244 @@
+"""The agents' workbench: flat in the tenant's size, a poll cheaper than any read, 200 agents polling.
+
+Run: .venv/bin/python -m bench.workbench   (BENCH_DATABASE_URL / BENCH_REDIS_URL for PostgreSQL)
+Targets (issue 21):
+- the workbench page and one search step over 5,000 conversations with 50,000 messages <= 1.3 x
+  the empty workbench in the same run, with SQL statements per request printed (flat: no N+1);
+- the "nothing changed" poll >= 1.0 x an authenticated console read (GET /api/extensions/capabilities);
+- 200 agents polling every 3 s against the web process as `make run` starts it (the Procfile's
+  gunicorn line): p95 poll latency and the share of one core the web process used.
+Each ratio with a target is followed by "target met" or "target missed".
+"""
+import os
+import random
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import timedelta
+
+import requests
+from sqlalchemy import event, insert, select
+
+from bench.common import bench_app, free_port, logged_in, percentile, process_env, rates, target
+from core.clock import utcnow
+from core.config import PROJECT_ROOT
+from core.db import db
+from desk.models import Conversation, Customer, Member, Message, User
+from desk.tenancy import add_member, create_tenant
+
+CONVERSATIONS = 5_000
+MESSAGES_EACH = 10
+AGENTS = 200
+POLL_SECONDS = 3.0
+POLL_ROUNDS = 10
+PASSWORD = "bench-password-1"
+WORDS = ("parcel", "refund", "invoice", "delivery", "address", "exchange", "warranty", "size", "colour", "late")
+
+
+def _tenant_with_conversations(app, conversations: int) -> str:
+    """A tenant with `conversations` conversations of MESSAGES_EACH messages; its agent's e-mail."""
+    with app.app_context():
+        tenant = create_tenant(f"Bench {conversations}")
+        email = f"agent-{uuid.uuid4().hex[:8]}@bench.example"
+        add_member(tenant.id, email, PASSWORD, "agent", "Bench Agent")
+        now, customers, rows, messages = utcnow(), [], [], []
+        for n in range(conversations):
+            customer_id, conversation_id = uuid.uuid4(), uuid.uuid4()
+            at = now - timedelta(minutes=n)
+            customers.append({"id": customer_id, "tenant_id": tenant.id, "name": f"Customer {n}", "support_note": "",
+                              "phone": f"+86 138 {n:08d}", "created_at": at, "updated_at": at})
+            rows.append({"id": conversation_id, "tenant_id": tenant.id, "customer_id": customer_id,
+                         "status": ("open", "pending", "resolved")[n % 3], "bot_active": False, "created_at": at,
+                         "updated_at": at, "last_activity_at": at})
+            messages += [{"id": uuid.uuid4(), "tenant_id": tenant.id, "conversation_id": conversation_id,
+                          "direction": ("inbound", "outbound")[m % 2], "kind": "public", "attachments": [],
+                          "text": f"About my {random.choice(WORDS)}, order {n}-{m}.",
+                          "created_at": at - timedelta(seconds=MESSAGES_EACH - m)} for m in range(MESSAGES_EACH)]
+        for table, batch in ((Customer, customers), (Conversation, rows), (Message, messages)):
+            for start in range(0, len(batch), 5_000):
+                db.session.execute(insert(table), batch[start:start + 5_000])
+        db.session.commit()
+        return email
+
+
+def _statements(app, action) -> int:
+    """How many SQL statements one call of `action` makes."""
+    executed = []
+    listen = lambda *args: executed.append(1)  # noqa: E731
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", listen)
+    try:
+        action()
+    finally:
+        event.remove(engine, "before_cursor_execute", listen)
+    return len(executed)
+
+
+def _ok(response, status: int = 200):
+    assert response.status_code == status, (response.status_code, response.get_data(as_text=True)[:300])
+    return response
+
+
+def _flat_in_size(app, empty_client, full_client) -> None:
+    """The workbench page and one search step, full tenant vs empty tenant."""
+    search = {"q": "0000012", "content": "refund"}  # a phone fragment: a few matches, 200 conversations scanned
+    actions = {"empty page": lambda: _ok(empty_client.get("/workbench")),
+               "full page": lambda: _ok(full_client.get("/workbench")),
+               "empty search": lambda: _ok(empty_client.get("/workbench/search", query_string=search,
+                                                           headers={"HX-Request": "true"})),
+               "full search": lambda: _ok(full_client.get("/workbench/search", query_string=search,
+                                                          headers={"HX-Request": "true"}))}
+    for action in actions.values():  # warm every query first
+        for _ in range(5):
+            action()
+    measured = rates(actions, seconds=12.0)
+    base = measured["empty page"]
+    print(f"GET /workbench, empty tenant                     {1000 / base:8.2f} ms (baseline)")
+    for name, label in (("full page", f"GET /workbench, {CONVERSATIONS:,} conversations       "),
+                        ("full search", "one search step (200 scanned, content)  "),
+                        ("empty search", "one search step, empty tenant           ")):
+        ratio = base / measured[name]
+        print(f"{label}         {1000 / measured[name]:8.2f} ms   ratio {ratio:6.3f} {target(ratio, at_most=1.3)}")
+    for name, action in actions.items():
+        print(f"  SQL statements per request, {name:<14} {_statements(app, action)}")
+
+
+def _poll_vs_read(app, full_client) -> None:
+    """The nothing-changed poll against an authenticated console read, in alternating rounds."""
+    since = re.search(r'data-since="([^"]+)"', full_client.get("/workbench").get_data(as_text=True)).group(1)
+    read_client = logged_in(app, _admin_of_new_tenant(app), PASSWORD)
+    actions = {"read": lambda: _ok(read_client.get("/api/extensions/capabilities")),
+               "poll": lambda: _ok(full_client.get("/workbench/changes", query_string={"since": since}), 204)}
+    for action in actions.values():
+        for _ in range(20):
+            action()
+    measured = rates(actions, seconds=10.0)
+    ratio = measured["poll"] / measured["read"]
+    print(f"GET /api/extensions/capabilities (console read) {1000 / measured['read']:8.3f} ms (baseline)")
+    print(f"GET /workbench/changes, nothing changed          {1000 / measured['poll']:8.3f} ms   rate ratio "
+          f"{ratio:6.3f} {target(ratio, at_least=1.0)}")
+    print(f"  SQL statements per poll: {_statements(app, actions['poll'])}, "
+          f"per console read: {_statements(app, actions['read'])}")
+
+
+def _admin_of_new_tenant(app) -> str:
+    with app.app_context():
+        tenant = create_tenant("Bench console")
+        email = f"admin-{uuid.uuid4().hex[:8]}@bench.example"
+        add_member(tenant.id, email, PASSWORD, "admin", "Bench Admin")
+        db.session.commit()
+        return email
+
+
+def _web_command(port: int) -> list[str]:
+    """The Procfile's web line, as `make run` starts it (gunicorn run by this interpreter)."""
+    line = next(line for line in (PROJECT_ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
+    return [sys.executable, "-m", *shlex.split(line.split(":", 1)[1].replace("$PORT", str(port)))]
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of the processes so far."""
+    total = 0.0
+    for pid in pids:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    found = open(f"/proc/{pid}/task/{pid}/children").read().split()
+    return [pid, *(int(child) for child in found)]
+
+
+def _agents(app, email_of_full: str) -> list[str]:
+    """AGENTS more agents of the full tenant; their e-mails."""
+    with app.app_context():
+        tenant_id = db.session.scalar(select(Member.tenant_id).join(User, User.id == Member.user_id)
+                                      .where(User.email == email_of_full))
+        emails = [f"poller-{n}-{uuid.uuid4().hex[:6]}@bench.example" for n in range(AGENTS)]
+        for email in emails:
+            add_member(tenant_id, email, PASSWORD, "agent", "Poller")
+        db.session.commit()
+    return emails
+
+
+def _polling(app, email_of_full: str) -> None:
+    """200 agents polling every 3 s against the web process `make run` starts."""
+    port = free_port()
+    env = process_env(app, PORT=str(port))
+    (PROJECT_ROOT / "instance").mkdir(exist_ok=True)
+    log = open(PROJECT_ROOT / "instance" / "bench-workbench-web.log", "wb")
+    web = subprocess.Popen(_web_command(port), cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if requests.get(f"{base}/healthz", timeout=1).ok:
+                    break
+            except requests.ConnectionError:
+                pass
+            if time.monotonic() > deadline or web.poll() is not None:
+                raise RuntimeError("the web process did not answer; see instance/bench-workbench-web.log")
+            time.sleep(0.2)
+        sessions = []
+        for email in _agents(app, email_of_full):
+            session = requests.Session()
+            page = session.get(f"{base}/login").text
+            token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
+            session.post(f"{base}/login", data={"email": email, "password": PASSWORD, "csrf_token": token})
+            since = re.search(r'data-since="([^"]+)"', session.get(f"{base}/workbench").text).group(1)
+            sessions.append((session, since))
+        latencies, failures, lock = [], [], threading.Lock()
+
+        def agent(session: requests.Session, since: str, offset: float) -> None:
+            time.sleep(offset)
+            for _ in range(POLL_ROUNDS):
+                started = time.perf_counter()
+                answer = session.get(f"{base}/workbench/changes", params={"since": since}, timeout=10)
+                elapsed = time.perf_counter() - started
+                with lock:
+                    (latencies if answer.status_code == 204 else failures).append(elapsed)
+                time.sleep(max(0.0, POLL_SECONDS - elapsed))
+
+        pids = _children(web.pid)
+        cpu_before, wall_before = _cpu_seconds(pids), time.monotonic()
+        threads = [threading.Thread(target=agent, args=(s, since, POLL_SECONDS * n / AGENTS))
+                   for n, (s, since) in enumerate(sessions)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        cpu, wall = _cpu_seconds(pids) - cpu_before, time.monotonic() - wall_before
+        print(f"{AGENTS} agents polling every {POLL_SECONDS:.0f} s, {len(latencies) + len(failures)} polls over "
+              f"{wall:.0f} s ({(len(latencies) + len(failures)) / wall:.0f}/s), {len(failures)} not 204")
+        print(f"  poll latency p50 {percentile(latencies, 0.5) * 1000:7.2f} ms, "
+              f"p95 {percentile(latencies, 0.95) * 1000:7.2f} ms, max {max(latencies) * 1000:7.2f} ms")
+        print(f"  the web process (gunicorn, 1 worker, 8 threads) used {cpu / wall:.1%} of one core")
+    finally:
+        os.killpg(web.pid, signal.SIGTERM)
+        web.wait(timeout=30)
+        log.close()
+
+
+def main() -> None:
+    app = bench_app()
+    full_email = _tenant_with_conversations(app, CONVERSATIONS)
+    empty_email = _tenant_with_conversations(app, 0)
+    print(f"database: {app.config['SQLALCHEMY_DATABASE_URI'].split(':', 1)[0]}; "
+          f"{CONVERSATIONS:,} conversations, {CONVERSATIONS * MESSAGES_EACH:,} messages in the full tenant")
+    full_client, empty_client = logged_in(app, full_email, PASSWORD), logged_in(app, empty_email, PASSWORD)
+    _flat_in_size(app, empty_client, full_client)
+    _poll_vs_read(app, full_client)
+    _polling(app, full_email)
+
+
+if __name__ == "__main__":
+    main()
