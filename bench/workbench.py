@@ -183,7 +183,7 @@ def _polling(app, email_of_full: str) -> None:
             try:
                 if requests.get(f"{base}/healthz", timeout=1).ok:
                     break
-            except requests.ConnectionError:
+            except requests.RequestException:
                 pass
             if time.monotonic() > deadline or web.poll() is not None:
                 raise RuntimeError("the web process did not answer; see instance/bench-workbench-web.log")

@@ -13,13 +13,14 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cache
 from types import SimpleNamespace
 
 from flask import current_app
 from rq import Retry
-from sqlalchemy import Table, bindparam, insert, literal, select, update
+from sqlalchemy import ForeignKey, String, Table, Text, bindparam, insert, literal, select, update
+from sqlalchemy.orm import Mapped, mapped_column
 
 from core.clock import utcnow
 from core.config import require_shorter
@@ -39,6 +40,32 @@ log = logging.getLogger(__name__)
 
 class AttemptFailed(Exception):
     """One delivery attempt did not get a 2xx answer; RQ schedules the next."""
+
+
+class OutboxColumns:
+    """The columns the engine reads and writes on an outbox table; each table adds its target key
+    and what its events are about. status: pending (waiting for an attempt), delivered, failed
+    (attempts exhausted), or a final state of the table's own (cancelled, retried)."""
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    body: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    attempts: Mapped[int] = mapped_column(default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+
+
+class AttemptColumns:
+    """The columns of an attempts table besides `event_id` (a foreign key to its outbox table):
+    when, the answer's status or the failure, how long."""
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    number: Mapped[int]
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    status_code: Mapped[int | None]
+    error: Mapped[str | None] = mapped_column(String(40))
+    duration_ms: Mapped[int] = mapped_column(default=0)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from core.clock import utcnow
 from core.db import Base, UTCDateTime, UUIDPrimaryKey
+from core.delivery import AttemptColumns, OutboxColumns
 
 TIERS = ("standard", "professional")
 ROLES = ("admin", "supervisor", "agent")
@@ -244,39 +245,25 @@ class ConversationEvent(UUIDPrimaryKey, Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class ChannelDelivery(UUIDPrimaryKey, Base):
+class ChannelDelivery(UUIDPrimaryKey, OutboxColumns, Base):
     """The outbox row of one reply sent to its channel's outbound endpoint, delivered by the one
-    delivery engine (`core.delivery`). status: pending (sending), delivered, failed (attempts
-    exhausted), retried (failed, then sent again as a newer row)."""
+    delivery engine (`core.delivery`); `retried`: failed, then sent again as a newer row."""
 
     __tablename__ = "channel_delivery"
     __table_args__ = (Index("ix_channel_delivery_message_id_created_at", "message_id", "created_at"),
                       Index("ix_channel_delivery_status_next_attempt_at", "status", "next_attempt_at"))
 
-    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
     channel_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("channel.id"))
     message_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("message.id"))
-    body: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(20), default="pending")
-    attempts: Mapped[int] = mapped_column(default=0)
-    next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    finished_at: Mapped[datetime | None]
 
 
-class ChannelDeliveryAttempt(UUIDPrimaryKey, Base):
-    """One HTTP attempt of a reply's delivery: when, the answer's status or the failure, how long."""
+class ChannelDeliveryAttempt(UUIDPrimaryKey, AttemptColumns, Base):
+    """One HTTP attempt of a reply's delivery."""
 
     __tablename__ = "channel_delivery_attempt"
     __table_args__ = (UniqueConstraint("event_id", "number"),)
 
-    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
     event_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("channel_delivery.id"))  # the delivery
-    number: Mapped[int]
-    started_at: Mapped[datetime] = mapped_column(default=utcnow)
-    status_code: Mapped[int | None]
-    error: Mapped[str | None] = mapped_column(String(40))
-    duration_ms: Mapped[int] = mapped_column(default=0)
 
 
 class KnowledgeDocument(UUIDPrimaryKey, Base):

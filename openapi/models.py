@@ -7,6 +7,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from core.clock import utcnow
 from core.db import Base, JSONDocument, TenantAppCount, UUIDPrimaryKey
+from core.delivery import AttemptColumns, OutboxColumns
 
 
 class OpenTenantUsage(TenantAppCount, Base):
@@ -57,39 +58,23 @@ class OpenRecord(UUIDPrimaryKey, Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class WebhookEvent(UUIDPrimaryKey, Base):
-    """One `app.record.created` event (an outbox row written with its record) and its fate.
-
-    status: pending (waiting for an attempt), delivered, failed (attempts exhausted),
-    cancelled (the application was revoked first).
-    """
+class WebhookEvent(UUIDPrimaryKey, OutboxColumns, Base):
+    """One `app.record.created` event (an outbox row written with its record) and its fate;
+    `cancelled`: the application was revoked first."""
 
     __tablename__ = "open_webhook_event"
     __table_args__ = (Index("ix_open_webhook_event_app_id_created_at", "app_id", "created_at"),
                       Index("ix_open_webhook_event_status_next_attempt_at", "status", "next_attempt_at"))
 
-    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
     app_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("open_app.id"))
     record_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("open_record.id"), unique=True)
     type: Mapped[str] = mapped_column(String(40))
-    body: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(20), default="pending")
-    attempts: Mapped[int] = mapped_column(default=0)
-    next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    finished_at: Mapped[datetime | None]
 
 
-class WebhookAttempt(UUIDPrimaryKey, Base):
-    """One HTTP attempt of an event: when, the answer's status or the failure, how long."""
+class WebhookAttempt(UUIDPrimaryKey, AttemptColumns, Base):
+    """One HTTP attempt of an event."""
 
     __tablename__ = "open_webhook_attempt"
     __table_args__ = (UniqueConstraint("event_id", "number"),)
 
-    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
     event_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("open_webhook_event.id"))
-    number: Mapped[int]
-    started_at: Mapped[datetime] = mapped_column(default=utcnow)
-    status_code: Mapped[int | None]
-    error: Mapped[str | None] = mapped_column(String(40))
-    duration_ms: Mapped[int] = mapped_column(default=0)

@@ -186,3 +186,15 @@ def test_the_page_and_the_poll_cost_the_same_statements_for_3_and_40_conversatio
     many = (_statements(app, lambda: page.append(agent_client.get("/workbench").get_data(as_text=True))),
             _statements(app, lambda: agent_client.get("/workbench/changes", query_string={"since": since})))
     assert page[0].count("Customer ") >= 40 and many == few
+
+
+@pytest.mark.parametrize("role", ["admin", "supervisor", "agent"])
+def test_every_role_reaches_the_workbench_and_sees_the_tenants_conversations(app, tenant, role):
+    from tests.conftest import login
+    _conversation(tenant, "Olga", assignee=seat(tenant, "agent"))
+    browser = app.test_client()
+    login(browser, seat(tenant, role).user.email)
+    page = browser.get("/workbench?view=all").get_data(as_text=True)
+    assert "Olga" in page
+    console = browser.get("/quick-replies")
+    assert console.status_code == (200 if role == "admin" else 403)
