@@ -7,6 +7,7 @@ from sqlalchemy import select
 
 from core.api import ApiError
 from core.db import db
+from core.text import storable
 from desk import outbound
 from desk.channels import create_channel
 from desk.models import Channel
@@ -45,7 +46,7 @@ def index():
 def create():
     """A new channel; its inbound signing secret is shown once."""
     name = request.form.get("name", "").strip()
-    if not name or len(name) > NAME_LIMIT:
+    if not name or len(name) > NAME_LIMIT or not storable(name):
         return _page(422, name_error=f"Name the channel: 1 to {NAME_LIMIT} characters.", form=request.form)
     channel, secret = create_channel(current_member().tenant_id, name)
     db.session.commit()

@@ -14,6 +14,7 @@ from core.clock import iso, utcnow
 from core.crypto import encrypt
 from core.db import db, tenant_row
 from core.egress import EgressRefused, check_url
+from core.text import storable
 from desk.models import Channel, ChannelDelivery, ChannelDeliveryAttempt, Conversation, Customer, Message
 
 REPLY_TYPE = "conversation.reply"
@@ -29,7 +30,7 @@ def set_endpoint(tenant_id: uuid.UUID, channel_id: uuid.UUID, url: str) -> str:
     encrypted). 400 invalid_outbound_url for a URL egress would refuse. Flushes only."""
     channel = tenant_row(Channel, tenant_id, channel_id)
     url = (url or "").strip()
-    if not url or len(url) > URL_LIMIT:
+    if not url or len(url) > URL_LIMIT or not storable(url):
         raise ApiError("invalid_outbound_url", 400)
     try:
         check_url(url)

@@ -13,6 +13,7 @@ from sqlalchemy import exists, or_, select, tuple_
 from core.api import ApiError
 from core.clock import beijing_day_range, iso
 from core.db import db
+from core.text import storable
 from desk.models import Conversation, Customer, Member, Message
 
 SCAN_STEP = 200
@@ -58,9 +59,9 @@ def _day(text: str, name: str) -> date | None:
 
 def parse_conditions(customer: str, content: str, first_day: str, last_day: str) -> Conditions:
     """The search form's fields as conditions; 400 invalid_search for a bad date, a range that ends
-    before it starts, or text over 200 characters."""
+    before it starts, or text over 200 characters or that no text can hold (NUL, lone surrogate)."""
     customer, content = customer.strip()[:TEXT_LIMIT + 1], content.strip()[:TEXT_LIMIT + 1]
-    if len(customer) > TEXT_LIMIT or len(content) > TEXT_LIMIT:
+    if len(customer) > TEXT_LIMIT or len(content) > TEXT_LIMIT or not storable(customer + content):
         raise ApiError("invalid_search", 400, detail="text")
     found = Conditions(customer, content, _day(first_day, "from"), _day(last_day, "to"))
     if found.first_day and found.last_day and found.last_day < found.first_day:

@@ -6,12 +6,13 @@ from datetime import UTC, datetime
 
 from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
 from redis.exceptions import RedisError
-from sqlalchemy import select
+from sqlalchemy import false, select
 
 from core.api import ApiError, parse_uuid
 from core.clock import iso
 from core.db import db, tenant_row
 from core.forms import form_integer
+from core.text import storable
 from core.web import htmx, redirect_to
 from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
 from desk.inbox import STATUSES, VIEWS, changes_since, latest_change, list_conversations, mark_read
@@ -50,7 +51,7 @@ RETRY_ERRORS = {
 SEARCH_ERRORS = {
     "from": "Enter the first day as a date (YYYY-MM-DD).", "to": "Enter the last day as a date (YYYY-MM-DD).",
     "range": "The last day comes before the first day: swap them.",
-    "text": "Search for at most 200 characters.", "after": "The search changed: search again.",
+    "text": "Search for at most 200 characters of ordinary text.", "after": "The search changed: search again.",
 }
 TYPEAHEAD_LIMIT = 10
 NO_CHANGE_YET = datetime(2000, 1, 1, tzinfo=UTC)  # where the poll of a tenant without conversations starts
@@ -254,8 +255,10 @@ def retry_delivery(message_id: uuid.UUID):
 
 def _seen() -> tuple[uuid.UUID | None, str]:
     """The assignee and status the person saw when they chose the change (hidden fields)."""
-    assignee = request.form.get("seen_assignee", "")
-    return (parse_uuid(assignee, "invalid_form") if assignee else None), request.form.get("seen_status", "")
+    assignee, status = request.form.get("seen_assignee", ""), request.form.get("seen_status", "")
+    if status not in CONVERSATION_STATUSES:
+        raise ApiError("invalid_form", 400)
+    return (parse_uuid(assignee, "invalid_form") if assignee else None), status
 
 
 def _change(conversation_id: uuid.UUID, **change):
@@ -320,6 +323,8 @@ def assignees(conversation_id: uuid.UUID):
     found = get_conversation(member.tenant_id, conversation_id)
     typed = request.args.get("q", "").strip()[:80]
     query = select(Member).where(Member.tenant_id == member.tenant_id, Member.active.is_(True))
+    if not storable(typed):  # no name holds a NUL or a lone surrogate
+        typed, query = "", query.where(false())
     if typed:
         query = query.where(Member.display_name.icontains(typed, autoescape=True))
     members = list(db.session.scalars(query.order_by(Member.display_name).limit(TYPEAHEAD_LIMIT)))

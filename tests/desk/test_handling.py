@@ -151,9 +151,11 @@ def test_changes_in_a_foreign_tenant_are_not_found(app, tenant, other_tenant, co
     assert response.status_code == 404 and fresh(conversation).status == "open"
 
 
-def test_a_bad_seen_assignee_is_a_clear_refusal_not_an_error(agent_client, conversation):
-    response = change(agent_client, conversation, "status", "resolved", seen=("not-a-uuid", "open"))
+@pytest.mark.parametrize("seen", [("not-a-uuid", "open"), (None, "closed"), (None, "a\x00b")])
+def test_a_bad_seen_state_is_a_clear_refusal_not_an_error(agent_client, conversation, seen):
+    response = change(agent_client, conversation, "status", "resolved", seen=seen)
     assert response.status_code == 422 and "reload the page" in response.get_data(as_text=True)
+    assert fresh(conversation).status == "open"
 
 
 def test_the_typeahead_lists_active_members_by_name_for_supervisors_only(app, supervisor, agent, tenant,

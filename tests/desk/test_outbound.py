@@ -157,6 +157,14 @@ def test_removing_the_endpoint_stores_replies_only(admin_client, agent_client, c
     assert receiver.received == [] and deliveries() == []
 
 
+@pytest.mark.parametrize("name", ["", " ", "x" * 81, "nul\x00"])
+def test_a_bad_channel_name_is_refused_next_to_its_field(admin_client, tenant, name):
+    token = csrf_from(admin_client.get("/channels").get_data(as_text=True))
+    response = admin_client.post("/channels", data={"csrf_token": token, "name": name})
+    assert response.status_code == 422 and "Name the channel" in response.get_data(as_text=True)
+    assert db.session.scalar(select(Channel.id).where(Channel.tenant_id == tenant.id)) is None
+
+
 def test_an_administrator_creates_a_channel_and_sees_its_inbound_secret_once(admin_client, tenant):
     token = csrf_from(admin_client.get("/channels").get_data(as_text=True))
     response = admin_client.post("/channels", data={"csrf_token": token, "name": "WeChat"})

@@ -127,6 +127,7 @@ def test_another_tenants_conversations_are_never_found(agent_client, tenant, oth
                                        ({"to": "9999-12-31"}, "Enter the last day"),
                                        ({"from": "2026-11-20", "to": "2026-11-19"}, "swap them"),
                                        ({"q": "x" * 201}, "at most 200 characters"),
+                                       ({"content": "a\x00b"}, "at most 200 characters"),
                                        ({"q": "a", "after": "garbage"}, "search again")])
 def test_bad_conditions_are_explained(agent_client, args, says):
     response = agent_client.get("/workbench/search", query_string=args, headers=HX)
