@@ -18,6 +18,7 @@ LIST_LIMIT = 50
 PREVIEW_CHARACTERS = 120
 CHANGES_LIMIT = 100  # the poll names at most this many changed conversations (the list refreshes anyway)
 
+_CONVERSATION = Conversation.__table__
 _TENANT = bindparam("tenant", type_=Conversation.tenant_id.type)
 _MEMBER = bindparam("member", type_=Conversation.assignee_member_id.type)
 
@@ -45,13 +46,15 @@ def _list_statement(status: str, view: str) -> Select:
 
 
 _LISTS = {(status, view): _list_statement(status, view) for status in STATUSES for view in VIEWS}
-# The poll's statement on the table itself (Core, no ORM entity): it runs every 3 s per agent.
-_CONVERSATION = Conversation.__table__
+# The poll's statement on the table itself (Core, no ORM entity).
 _CHANGES = (select(_CONVERSATION.c.id, _CONVERSATION.c.updated_at)
             .where(_CONVERSATION.c.tenant_id == _TENANT,
                    _CONVERSATION.c.updated_at > bindparam("since", type_=_CONVERSATION.c.updated_at.type))
             .order_by(_CONVERSATION.c.updated_at.desc()).limit(CHANGES_LIMIT))
 _LATEST_CHANGE = select(func.max(Conversation.updated_at)).where(Conversation.tenant_id == _TENANT)
+# The same, as the session check reads it for the poll (its bind parameter is the seat's `tenant_id`).
+LATEST_CHANGE_PROBE = (select(func.max(_CONVERSATION.c.updated_at))
+                       .where(_CONVERSATION.c.tenant_id == bindparam("tenant_id")).scalar_subquery().label("probe"))
 
 
 def list_conversations(tenant_id: uuid.UUID, member_id: uuid.UUID, status: str, view: str) -> list:
@@ -82,7 +85,8 @@ def latest_change(tenant_id: uuid.UUID) -> datetime | None:
 
 def changes_since(tenant_id: uuid.UUID, since: datetime) -> tuple[datetime, list[uuid.UUID]] | None:
     """The newest change stamp and the conversations changed after `since` (newest first, at most
-    CHANGES_LIMIT), or None when nothing changed: one statement on the (tenant, updated_at) index."""
+    CHANGES_LIMIT), or None when nothing changed: one statement on the (tenant, updated_at) index.
+    The poll asks only once the newest stamp (LATEST_CHANGE_PROBE) says something changed."""
     rows = db.session.connection().execute(_CHANGES, {"tenant": tenant_id, "since": since}).all()
     if not rows:
         return None

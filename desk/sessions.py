@@ -5,11 +5,11 @@ import hmac
 import secrets
 import uuid
 from datetime import timedelta
-from functools import wraps
+from functools import cache, wraps
 
 from flask import current_app, g, redirect, request, session, url_for
 from flask_login import current_user, login_user, logout_user
-from sqlalchemy import and_, bindparam, select
+from sqlalchemy import Select, and_, bindparam, select
 
 from core.api import ApiError, wants_json
 from core.guards import SAFE_METHODS, require_same_origin
@@ -133,19 +133,44 @@ def _live_user(user_id: uuid.UUID) -> User | None:
 
 
 def _load_user_and_seat(user_id: uuid.UUID, tenant_id: str | None) -> User | None:
-    """The user, with their active seat in the selected tenant read by the same query.
+    """The user, with their active seat in the selected tenant read by the same query (and the
+    request's seat probe, if its view asked for one).
 
     The seat is kept for current_member() as long as the same tenant stays selected: one round
     trip instead of two on every authenticated request.
     """
     if tenant_id is None:
         return db.session.get(User, user_id)
-    row = db.session.execute(_USER_AND_SEAT, {"user_id": user_id, "tenant_id": uuid.UUID(tenant_id)}).first()
+    probe = g.get("seat_probe")
+    statement = _USER_AND_SEAT if probe is None else _with_probe(probe)
+    row = db.session.execute(statement, {"user_id": user_id, "tenant_id": uuid.UUID(tenant_id)}).first()
     if row is None:
         return None
-    user, member, tenant_active = row
+    user, member, tenant_active = row[:3]
     g.selected_seat = (tenant_id, member if tenant_active else None)
+    if probe is not None:
+        g.seat_probe_result = row[3]
     return user
+
+
+@cache
+def _with_probe(probe) -> Select:
+    """The session check's statement with a view's probe as a fourth column, built once per probe."""
+    return _USER_AND_SEAT.add_columns(probe)
+
+
+def probe_with_seat(probe):
+    """A view decorator (above the guard): `probe`, a scalar subquery on the selected tenant (the
+    bind parameter `tenant_id`), is read by the session check's own statement and left in
+    `g.seat_probe_result` for the view, so a view that needs one value of its tenant costs no
+    statement of its own. The view reads it only once the guard has let the request through."""
+    def decorator(view):
+        @wraps(view)
+        def wrapped(*args, **kwargs):
+            g.seat_probe = probe
+            return view(*args, **kwargs)
+        return wrapped
+    return decorator
 
 
 def _end_registered() -> None:

@@ -4,7 +4,7 @@ import logging
 import uuid
 from datetime import UTC, datetime
 
-from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
+from flask import Blueprint, flash, g, jsonify, redirect, render_template, request, url_for
 from redis.exceptions import RedisError
 from sqlalchemy import false, select
 
@@ -15,13 +15,14 @@ from core.forms import form_integer
 from core.text import storable
 from core.web import htmx, redirect_to
 from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
-from desk.inbox import STATUSES, VIEWS, changes_since, latest_change, list_conversations, mark_read
+from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, latest_change, list_conversations,
+                        mark_read)
 from desk import outbound
 from desk.models import CONVERSATION_STATUSES, Member, Message
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
 from desk.search import parse_conditions, parse_resume, search_step
-from desk.sessions import current_member, workbench_required
+from desk.sessions import current_member, probe_with_seat, workbench_required
 from desk.timeline import thread
 
 bp = Blueprint("workbench", __name__)
@@ -163,16 +164,21 @@ def live_thread(conversation_id: uuid.UUID):
 
 
 @bp.get("/workbench/changes")
+@probe_with_seat(LATEST_CHANGE_PROBE)
 @workbench_required
 def changes():
-    """204 when none of the tenant's conversations changed after `since`; else the newest stamp
-    and the ids of the conversations that changed (the page then refreshes what shows them)."""
+    """204 when none of the tenant's conversations changed after `since` (the session check's
+    statement read the newest stamp: no statement of its own); else the newest stamp and the ids
+    of the conversations that changed (the page then refreshes what shows them)."""
     try:
         since = datetime.fromisoformat(request.args.get("since", ""))
     except ValueError:
         raise ApiError("invalid_since", 400) from None
     if since.tzinfo is None:
         raise ApiError("invalid_since", 400)
+    latest = g.get("seat_probe_result")
+    if latest is not None and latest <= since:
+        return "", 204, {"Cache-Control": "no-store"}
     found = changes_since(current_member().tenant_id, since)
     if found is None:
         return "", 204, {"Cache-Control": "no-store"}
