@@ -199,3 +199,12 @@ def test_every_role_reaches_the_workbench_and_sees_the_tenants_conversations(app
     assert "Olga" in page
     console = browser.get("/quick-replies")
     assert console.status_code == (200 if role == "admin" else 403)
+
+
+def test_a_deactivated_agents_poll_is_refused_and_says_nothing_of_the_tenant(agent_client, agent, tenant):
+    since = _since(agent_client)
+    _conversation(tenant, "Changed meanwhile")
+    agent.active = False
+    db.session.commit()
+    response = agent_client.get("/workbench/changes", query_string={"since": since})
+    assert response.status_code in (302, 403) and b"conversation_ids" not in response.data
