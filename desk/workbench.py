@@ -14,10 +14,10 @@ from core.db import db, tenant_row
 from core.forms import form_integer
 from core.text import storable
 from core.web import htmx, redirect_to
+from desk import outbound
 from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
 from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, latest_change, list_conversations,
                         mark_read)
-from desk import outbound
 from desk.models import CONVERSATION_STATUSES, Member, Message
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
