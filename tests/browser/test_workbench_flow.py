@@ -152,3 +152,22 @@ def test_search_continues_looking_for_older_conversations(page, live_server, ten
     expect(page.get_by_role("list", name="Search results").get_by_role("link", name="Needle Person")).to_be_visible()
     expect(more).to_have_count(0)
     expect(page.get_by_role("status")).to_contain_text("1 found among the 201 most recent conversations")
+
+
+HIDDEN_SWITCH = """Object.defineProperty(document, "hidden", {configurable: true, get: () => window.__hidden === true});"""
+
+
+def test_a_tab_in_the_background_polls_less_often(page, live_server, tenant, agent):
+    page.add_init_script(HIDDEN_SWITCH)  # what the browser reports for a background tab, switchable
+    polls = []
+    page.on("request", lambda request: polls.append(request.url) if "/workbench/changes" in request.url else None)
+    _log_in(page, live_server, agent.user.email)
+    page.wait_for_timeout(7_000)
+    visible = len(polls)
+    page.evaluate("window.__hidden = true; document.dispatchEvent(new Event('visibilitychange'))")
+    polls.clear()
+    page.wait_for_timeout(7_000)
+    assert visible >= 2 and polls == []  # every 3 s in front; every 30 s behind
+    page.evaluate("window.__hidden = false; document.dispatchEvent(new Event('visibilitychange'))")
+    page.wait_for_timeout(500)
+    assert len(polls) == 1  # at once when the tab comes back
