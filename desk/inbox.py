@@ -51,10 +51,11 @@ _CHANGES = (select(_CONVERSATION.c.id, _CONVERSATION.c.updated_at)
             .where(_CONVERSATION.c.tenant_id == _TENANT,
                    _CONVERSATION.c.updated_at > bindparam("since", type_=_CONVERSATION.c.updated_at.type))
             .order_by(_CONVERSATION.c.updated_at.desc()).limit(CHANGES_LIMIT))
-_LATEST_CHANGE = select(func.max(Conversation.updated_at)).where(Conversation.tenant_id == _TENANT)
-# The same, as the session check reads it for the poll (its bind parameter is the seat's `tenant_id`).
-LATEST_CHANGE_PROBE = (select(func.max(_CONVERSATION.c.updated_at))
-                       .where(_CONVERSATION.c.tenant_id == bindparam("tenant_id")).scalar_subquery().label("probe"))
+# The tenant's newest change stamp: where a page's poll starts, and what the session check reads for
+# the poll (as a column of its own statement, whose bind parameter `tenant_id` is the seat's).
+_LATEST_CHANGE = (select(func.max(_CONVERSATION.c.updated_at))
+                  .where(_CONVERSATION.c.tenant_id == bindparam("tenant_id")))
+LATEST_CHANGE_PROBE = _LATEST_CHANGE.scalar_subquery().label("probe")
 
 
 def list_conversations(tenant_id: uuid.UUID, member_id: uuid.UUID, status: str, view: str) -> list:
@@ -80,7 +81,7 @@ def mark_read(member_id: uuid.UUID, conversation: Conversation) -> None:
 
 def latest_change(tenant_id: uuid.UUID) -> datetime | None:
     """The newest change stamp of the tenant's conversations (where a page's poll starts)."""
-    return db.session.scalar(_LATEST_CHANGE, {"tenant": tenant_id})
+    return db.session.scalar(_LATEST_CHANGE, {"tenant_id": tenant_id})
 
 
 def changes_since(tenant_id: uuid.UUID, since: datetime) -> tuple[datetime, list[uuid.UUID]] | None:

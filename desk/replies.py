@@ -12,8 +12,8 @@ from core.text import JS_WHITESPACE, storable
 from desk.channels import TEXT_LIMIT
 from desk.conversations import get_conversation
 from desk.inbox import mark_read
-from desk.outbound import add_delivery
 from desk.models import Conversation, Member, Message
+from desk.outbound import add_delivery
 
 COMPOSED = CreateOnce(Message, ("conversation_id", "client_message_id"))
 

@@ -8,7 +8,8 @@ from sqlalchemy import select
 from core.db import db
 from desk.models import ConversationRead, Message
 from tests.conftest import csrf_from, seat
-from tests.desk.test_handling import HX, browser_of, conversation, fresh  # noqa: F401  the fixture
+from tests.desk.test_conversations import conversation  # noqa: F401  an open, unassigned conversation
+from tests.desk.test_handling import HX, browser_of, fresh
 
 
 def send(browser, conversation, text="Your parcel left the warehouse today.", private=False, client_id=None):

@@ -8,25 +8,15 @@ from sqlalchemy import select
 
 from core.db import db
 from core.queue_names import DEFAULT
-from desk.models import AssignmentReceipt, Conversation, ConversationEvent, Customer, Member
+from desk.models import AssignmentReceipt, Conversation, ConversationEvent, Member
 from jobs.worker import AppWorker
 from tests.conftest import csrf_from, login, seat
+from tests.desk.test_conversations import conversation  # noqa: F401  an open, unassigned conversation
 from tests.rules.conftest import rules  # noqa: F401  the administrator's rules API
 from tests.rules.test_execution import CONFIRM, _plan
 from tests.rules.test_service import READ_ONLY, weekly_rule
 
 HX = {"HX-Request": "true"}
-
-
-@pytest.fixture
-def conversation(tenant) -> Conversation:
-    customer = Customer(tenant_id=tenant.id, name="Olga Customer")
-    db.session.add(customer)
-    db.session.flush()
-    found = Conversation(tenant_id=tenant.id, customer_id=customer.id)
-    db.session.add(found)
-    db.session.commit()
-    return found
 
 
 @pytest.fixture
