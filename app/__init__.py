@@ -46,17 +46,20 @@ def _wire(app: Flask) -> None:
     """Hand the lower layers what the higher ones offer, explicitly (nothing registers on import):
     the desk's events go to the subscribers listed in `jobs.wiring`; the studio generator also
     drafts the rules' preview kind; the workbench's thread explains automated reassignments by
-    the rules' own account of them."""
+    the rules' own account of them; its side panel shows the studio's workbench tools."""
     from desk.events import SUBSCRIBERS
+    from desk.panels import PANELS
     from desk.timeline import EXPLAINER
     from jobs import wiring
     from rules.explaining import explain
     from rules.drafts import RULE_PREVIEW
     from studio.draft_kinds import DRAFT_KINDS
+    from studio.workbench_views import WorkbenchTools
 
     app.extensions[SUBSCRIBERS] = wiring.subscribers
     app.extensions[DRAFT_KINDS] = {kind.name: kind for kind in (RULE_PREVIEW,)}
     app.extensions[EXPLAINER] = explain
+    app.extensions[PANELS] = WorkbenchTools()
 
 
 def _init_login(app: Flask) -> None:
@@ -86,10 +89,11 @@ def _register_blueprints(app: Flask) -> None:
     import studio.api
     import studio.usage_views
     import studio.views
+    import studio.workbench_views
 
     for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.api, rules.views,
                    rules.run_views, openapi.api, openapi.views, studio.usage_views, desk.knowledge_views,
-                   desk.quick_reply_views, desk.channel_views):
+                   desk.quick_reply_views, desk.channel_views, studio.workbench_views):
         app.register_blueprint(module.bp)
 
 

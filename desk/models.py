@@ -118,6 +118,7 @@ class Member(UUIDPrimaryKey, Base):
     display_name: Mapped[str] = mapped_column(String(80))
     active: Mapped[bool] = mapped_column(default=True)
     synchronized: Mapped[bool] = mapped_column(default=True)
+    workbench_style: Mapped[str | None] = mapped_column(String(40))  # a workbench tool's style key, or defaults
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     tenant: Mapped[Tenant] = relationship()

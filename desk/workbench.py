@@ -19,6 +19,7 @@ from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get
 from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, latest_change, list_conversations,
                         mark_read)
 from desk.models import CONVERSATION_STATUSES, Member, Message
+from desk.panels import chosen_style, provider
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
 from desk.search import parse_conditions, parse_resume, search_step
@@ -87,14 +88,21 @@ def _conversation_context(conversation, message: str | None = None) -> dict:
             "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS, "client_message_id": uuid.uuid4()}
 
 
+def _pane_context(conversation) -> dict:
+    """The conversation's thread and details with the tools of the side panel."""
+    return {**_conversation_context(conversation), "tools": provider().tools(current_member(), conversation)}
+
+
 def _page(conversation=None, search: dict | None = None):
     """The whole workbench, with a conversation open or not, and search results instead of the list."""
     member = current_member()
     stamp = latest_change(member.tenant_id)
-    context = _conversation_context(conversation) if conversation is not None else {}
+    context = _pane_context(conversation) if conversation is not None else {}
     replies = [{"title": reply.title, "body": reply.body} for reply in tenant_replies(member.tenant_id)]
+    styles = provider().styles(member)
     return render_template("desk/workbench.html", since=iso(stamp or NO_CHANGE_YET), quick_replies=replies,
-                           search=search, **{**_list_context(*_tab()), **context, **(search or {})})
+                           search=search, styles=styles, style=chosen_style(member, styles),
+                           **{**_list_context(*_tab()), **context, **(search or {})})
 
 
 @bp.get("/workbench")
@@ -113,6 +121,25 @@ def _read(conversation_id: uuid.UUID):
     mark_read(member.id, found)
     db.session.commit()
     return found
+
+
+@bp.post("/workbench/style")
+@workbench_required
+def choose_style():
+    """Remember the member's choice among the styles on offer; an empty choice restores the defaults."""
+    member = current_member()
+    key = request.form.get("style", "")
+    if key and key not in {style.key for style in provider().styles(member)}:
+        flash("That style is no longer on offer: choose another.", "error")
+    else:
+        member.workbench_style = key or None
+        db.session.commit()
+        flash("Style applied." if key else "Default style restored.", "ok")
+    try:
+        opened = parse_uuid(request.form.get("conversation_id", ""), "invalid_form")
+    except ApiError:
+        return redirect(url_for("workbench.index"))
+    return redirect(url_for("workbench.conversation", conversation_id=opened))
 
 
 @bp.get("/workbench/search")
@@ -151,7 +178,7 @@ def conversation(conversation_id: uuid.UUID):
     """One conversation: its thread and, out of band, its details for htmx; the whole page otherwise."""
     found = _read(conversation_id)
     if htmx:
-        return render_template("desk/_conversation.html", details_oob=True, **_conversation_context(found))
+        return render_template("desk/_conversation.html", details_oob="pane", **_pane_context(found))
     return _page(found)
 
 

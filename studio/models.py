@@ -9,6 +9,7 @@ from core.clock import utcnow
 from core.db import Base, JSONDocument, TenantAppCount, UUIDPrimaryKey
 from desk.models import one_of
 
+GRANT_ITEMS = ("name", "contact", "note")  # name; phone and e-mail; the internal note
 GENERATION_STATES = ("queued", "running", "succeeded", "unsupported", "failed", "interrupted")
 
 
@@ -71,7 +72,41 @@ class StudioRecord(UUIDPrimaryKey, Base):
     idempotency_key: Mapped[uuid.UUID]
     input_digest: Mapped[str] = mapped_column(String(64))
     created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    conversation_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("conversation.id"))  # from the workbench
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class StudioWorkbenchEntry(UUIDPrimaryKey, Base):
+    """An application an administrator added to the workbench, in the tenant's order (at most 10)."""
+
+    __tablename__ = "studio_workbench_entry"
+    __table_args__ = (UniqueConstraint("tenant_id", "app_id"),
+                      Index("ix_studio_workbench_entry_tenant_id_position", "tenant_id", "position"))
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    app_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("studio_app.id"))
+    position: Mapped[int]
+    added_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    added_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class StudioDataGrant(UUIDPrimaryKey, Base):
+    """An agent's authorization to see one item of the current customer's profile beside one
+    version's form: bound to tenant, application, version and member; it lapses after 90 days or
+    when revoked (the row stays, as the audit trail's counterpart)."""
+
+    __tablename__ = "studio_data_grant"
+    __table_args__ = (one_of("item", GRANT_ITEMS),
+                      Index("ix_studio_data_grant_member_id_app_id", "member_id", "app_id"))
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    app_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("studio_app.id"))
+    version: Mapped[int]
+    member_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("member.id"))
+    item: Mapped[str] = mapped_column(String(20))
+    granted_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]
 
 
 class StudioGeneration(UUIDPrimaryKey, Base):

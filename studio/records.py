@@ -9,6 +9,7 @@ from core.config import require_shorter
 from core.db import db, end_reads
 from core.once import CreateOnce, digest, take_slot
 from core.redis import get_redis
+from desk.models import Conversation, Customer, Member
 from studio.apps import get_version
 from studio.catalog import LIMITS
 from studio.engine import run_rules
@@ -32,6 +33,23 @@ def latest_records(found: StudioApp) -> list[StudioRecord]:
     return list(db.session.scalars(select(StudioRecord).where(
         StudioRecord.app_id == found.id, StudioRecord.tenant_id == found.tenant_id)
         .order_by(StudioRecord.created_at.desc(), StudioRecord.id).limit(LIMITS["list_records"])))
+
+
+def submitters(found: list[StudioRecord]) -> dict:
+    """For the ledger, who submitted each record and from which conversation: {record id:
+    (member name, conversation id, customer name)}, in two statements at most."""
+    if not found:
+        return {}
+    tenant_id = found[0].tenant_id
+    user_ids = {r.created_by for r in found if r.created_by}
+    conversation_ids = {r.conversation_id for r in found if r.conversation_id}
+    names = dict(db.session.execute(select(Member.user_id, Member.display_name).where(
+        Member.tenant_id == tenant_id, Member.user_id.in_(user_ids))).all()) if user_ids else {}
+    customers = dict(db.session.execute(
+        select(Conversation.id, Customer.name).join(Customer, Customer.id == Conversation.customer_id)
+        .where(Conversation.tenant_id == tenant_id, Conversation.id.in_(conversation_ids))).all()
+    ) if conversation_ids else {}
+    return {r.id: (names.get(r.created_by), r.conversation_id, customers.get(r.conversation_id)) for r in found}
 
 
 def _app_key(app_id: uuid.UUID, key: uuid.UUID) -> dict:
@@ -81,8 +99,9 @@ def _not_counted(app_id: uuid.UUID, version_no: int) -> ApiError:
 
 
 def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int, raw_input: object,
-                  key: uuid.UUID) -> tuple[StudioRecord, bool]:
-    """Save a submission of the live version once per key; returns (record, replayed).
+                  key: uuid.UUID, conversation_id: uuid.UUID | None = None) -> tuple[StudioRecord, bool]:
+    """Save a submission of the live version once per key; returns (record, replayed). A
+    submission from the workbench names its conversation.
 
     Rules and a script run before anything is written; a script's wait holds no transaction.
     On `record_limit` the new row is already flushed: the caller rolls back, as after any error.
@@ -101,7 +120,8 @@ def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int,
             return twin, True
     record, replayed = RECORDS.insert({
         **_app_key(app_id, key), "tenant_id": tenant_id, "version": version_no, "data": result["data"],
-        "trace": result["trace"], "created_by": actor_id}, request_digest)
+        "trace": result["trace"], "created_by": actor_id,
+        "conversation_id": conversation_id}, request_digest)
     if replayed:
         return record, True
     # A compare-and-swap on the live state too: a disable or a publish that committed while the

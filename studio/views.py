@@ -13,7 +13,7 @@ from core.model import model_state
 from core.web import close_when_off, htmx, redirect_to
 from desk.sessions import admin_console_required, current_member
 from desk.models import Tenant
-from studio import apps, generation, knowledge_ref, quota, records
+from studio import apps, generation, knowledge_ref, quota, records, workbench
 from studio.charts import chart_summaries
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, STARTER_DEFINITION
 from studio.forms import form_to_input, parse_definition_text, split_script, with_script
@@ -91,7 +91,8 @@ def _page_context(found, selected: int | None) -> dict:
             "figures": [chart_figure(s) for s in summaries.get(str(current.version), [])],
             "editor_text": json.dumps(definition, ensure_ascii=False, indent=2),
             "script_text": script,
-            "idempotency_key": uuid.uuid4()}
+            "idempotency_key": uuid.uuid4(), "workbench_entry": workbench.entry_of(found),
+            "submitters": records.submitters(live)}
 
 
 def _render_app(found, selected: int | None = None, status: int = 200, **extra):
@@ -196,6 +197,41 @@ def submit_record(app_id: uuid.UUID):
     db.session.commit()
     flash("This submission was already saved." if replayed else "Record saved.", "ok")
     return redirect(_app_url(found, anchor="ledger"))
+
+
+_WORKBENCH_ERRORS = {
+    "extension_not_active": "Publish the application before adding it to the workbench.",
+    "workbench_not_configured": "The live version has no workbench settings: add a `workbench` object to the "
+                                "definition, simulate and publish it first.",
+    "workbench_limit": "The workbench already holds 10 applications: remove one first.",
+}
+
+
+@bp.post("/extensions/<uuid:app_id>/workbench")
+@admin_console_required
+def add_to_workbench(app_id: uuid.UUID):
+    """Let agents and supervisors use the live version's form in the workbench."""
+    found = apps.get_app(current_member().tenant_id, app_id)
+    try:
+        workbench.add_to_workbench(found, current_user.id)
+    except ApiError as err:
+        db.session.rollback()
+        flash(_WORKBENCH_ERRORS.get(err.code, f"Could not add it: {err.code}."), "error")
+        return redirect(_app_url(found, anchor="workbench-entry"))
+    db.session.commit()
+    flash("Added to the workbench: agents and supervisors see its form beside the customer's details.", "ok")
+    return redirect(_app_url(found, anchor="workbench-entry"))
+
+
+@bp.post("/extensions/<uuid:app_id>/workbench/remove")
+@admin_console_required
+def remove_from_workbench(app_id: uuid.UUID):
+    """End the workbench's run entry of the application at once (records and grants stay)."""
+    found = apps.get_app(current_member().tenant_id, app_id)
+    workbench.remove_from_workbench(found, current_user.id)
+    db.session.commit()
+    flash("Removed from the workbench: open panels refuse their next submission.", "ok")
+    return redirect(_app_url(found, anchor="workbench-entry"))
 
 
 # --- AI drafts ----------------------------------------------------------------------------------

@@ -353,3 +353,20 @@ document.addEventListener("mousedown", (event) => {
   event.preventDefault();  // the composer keeps the focus
   pickReply(composerOf(option), Number(option.dataset.index));
 });
+
+// Copy buttons: copy the text of the element named by data-copy-from, then say so on the button.
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("[data-copy-from]");
+  if (!button) return;
+  const source = document.getElementById(button.dataset.copyFrom);
+  if (!source) return;
+  const label = button.dataset.label || button.textContent;
+  button.dataset.label = label;
+  try {
+    await navigator.clipboard.writeText(source.textContent);
+    button.textContent = "Copied";
+  } catch {
+    button.textContent = "Copy failed: select the text";
+  }
+  setTimeout(() => { button.textContent = label; }, 2000);
+});

@@ -316,7 +316,7 @@ def test_record_form_with_a_tampered_key_is_refused(admin_client, live_app):
     assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 0
 
 
-def test_ledger_shows_checkboxes_as_yes_or_no_and_numbers_readably(api, admin_client):
+def test_ledger_shows_checkboxes_as_yes_or_no_and_numbers_readably_and_who_submitted(api, admin_client, admin):
     app_id = api.create(sample_definition(table_columns=["title", "urgent", "amount"]))
     api.simulate(app_id)
     api.publish(app_id)
@@ -324,7 +324,8 @@ def test_ledger_shows_checkboxes_as_yes_or_no_and_numbers_readably(api, admin_cl
         api.post(f"/{app_id}/records", {"version": 1, "input": data, "idempotency_key": str(uuid.uuid4())})
     ledger = _text(admin_client.get(f"/extensions/{app_id}")).split('id="ledger"')[1]
     cells = re.findall(r"<td>([^<]*)</td>", ledger)
-    assert cells[:3] == ["B", "No", ""] and cells[4:7] == ["A", "Yes", "1,234.5"]
+    assert cells[:5] == ["B", "No", "", admin.display_name, "—"]  # a console submission has no conversation
+    assert cells[6:9] == ["A", "Yes", "1,234.5"]
 
 
 @pytest.mark.parametrize("key,shown", [("\\ud800", "output.\\ud800"), ("a\\u0000b", "output.a\\x00b")])

@@ -1,0 +1,212 @@
+"""Studio in the agents' workbench: the applications an administrator added to it, their run
+entries, agents' per-item customer-data grants, and submissions and intent analyses from the panel.
+
+A run entry is open while the application is in the tenant's workbench list, enabled, and its live
+version carries `workbench` settings; anything else ends it at once, and the panel's next request
+is refused with `409 workbench_entry_closed`. Grants only decide what the panel shows beside the
+form: profile data is never put into a submission, a script, a prompt or an outside request.
+"""
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from flask import g
+from sqlalchemy import and_, delete, func, select, update
+
+from core import audit
+from core.api import ApiError
+from core.clock import utcnow
+from core.db import db
+from core.limits import hit_fixed_window
+from core.redis import get_redis
+from desk.models import Conversation, Customer, Member, Tenant
+from studio import intent, records
+from studio.apps import live_version
+from studio.models import GRANT_ITEMS, StudioApp, StudioDataGrant, StudioVersion, StudioWorkbenchEntry
+
+MAX_APPS = 10  # applications in one tenant's workbench
+GRANT_DAYS = 90
+INTENT_PER_MEMBER_PER_MINUTE = 10
+ITEM_LABELS = {"name": "Name", "contact": "Contact data", "note": "Internal note"}
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """An application agents can use now: its live version and that version's workbench settings."""
+
+    app: StudioApp
+    version: StudioVersion
+
+    @property
+    def settings(self) -> dict:
+        return self.version.definition["workbench"]
+
+    @property
+    def title(self) -> str:
+        return self.settings.get("title") or self.app.name
+
+
+# --- The administrator's list ---------------------------------------------------------------------
+
+def entry_of(found: StudioApp) -> StudioWorkbenchEntry | None:
+    """The application's place in the tenant's workbench, if it has one."""
+    return db.session.scalar(select(StudioWorkbenchEntry).where(
+        StudioWorkbenchEntry.tenant_id == found.tenant_id, StudioWorkbenchEntry.app_id == found.id))
+
+
+def add_to_workbench(found: StudioApp, actor_id: uuid.UUID | None) -> StudioWorkbenchEntry:
+    """Put a published application with workbench settings last in the tenant's workbench.
+
+    409 extension_not_active (disabled or unpublished), 409 workbench_not_configured (the live
+    version has no `workbench` settings), 409 workbench_limit (10 already). Adding it twice keeps
+    its place. Counted under the tenant row's lock, so two additions cannot both take the last
+    place. Flushes only."""
+    if "workbench" not in live_version(found).definition:
+        raise ApiError("workbench_not_configured", 409)
+    db.session.execute(select(Tenant.id).where(Tenant.id == found.tenant_id).with_for_update())
+    present = entry_of(found)
+    if present is not None:
+        return present
+    count, last = db.session.execute(select(func.count(), func.max(StudioWorkbenchEntry.position)).where(
+        StudioWorkbenchEntry.tenant_id == found.tenant_id)).one()
+    if count >= MAX_APPS:
+        raise ApiError("workbench_limit", 409)
+    entry = StudioWorkbenchEntry(tenant_id=found.tenant_id, app_id=found.id, position=(last or 0) + 1,
+                                 added_by=actor_id)
+    db.session.add(entry)
+    db.session.flush()
+    audit.record(found.tenant_id, actor_id, "studio.workbench_added", f"studio_app:{found.id}",
+                 {"version": found.active_version})
+    return entry
+
+
+def remove_from_workbench(found: StudioApp, actor_id: uuid.UUID | None) -> None:
+    """Take the application out of the workbench (its records and grants stay). Flushes only."""
+    removed = db.session.execute(delete(StudioWorkbenchEntry).where(
+        StudioWorkbenchEntry.tenant_id == found.tenant_id, StudioWorkbenchEntry.app_id == found.id))
+    if removed.rowcount:
+        audit.record(found.tenant_id, actor_id, "studio.workbench_removed", f"studio_app:{found.id}", {})
+
+
+# --- Run entries ------------------------------------------------------------------------------------
+
+def run_entries(tenant_id: uuid.UUID) -> list[RunEntry]:
+    """The tenant's open run entries in workbench order: one statement, kept for the request."""
+    cache = g.setdefault("studio_run_entries", {})
+    if tenant_id not in cache:
+        rows = db.session.execute(
+            select(StudioApp, StudioVersion)
+            .join(StudioWorkbenchEntry, and_(StudioWorkbenchEntry.app_id == StudioApp.id,
+                                             StudioWorkbenchEntry.tenant_id == StudioApp.tenant_id))
+            .join(StudioVersion, and_(StudioVersion.app_id == StudioApp.id,
+                                      StudioVersion.version == StudioApp.active_version))
+            .where(StudioWorkbenchEntry.tenant_id == tenant_id, StudioApp.enabled.is_(True))
+            .order_by(StudioWorkbenchEntry.position))
+        cache[tenant_id] = [RunEntry(app, version) for app, version in rows
+                            if "workbench" in version.definition]
+    return cache[tenant_id]
+
+
+def open_entry(tenant_id: uuid.UUID, app_id: uuid.UUID, version: int) -> RunEntry:
+    """The run entry the panel was rendered for, while it is still open at that version; else
+    409 workbench_entry_closed (removed, disabled, or another live version)."""
+    for entry in run_entries(tenant_id):
+        if entry.app.id == app_id and entry.version.version == version:
+            return entry
+    raise ApiError("workbench_entry_closed", 409)
+
+
+# --- Customer-data grants --------------------------------------------------------------------------
+
+def _active(member: Member):
+    """The conditions of the member's grants in force now."""
+    return (StudioDataGrant.tenant_id == member.tenant_id, StudioDataGrant.member_id == member.id,
+            StudioDataGrant.revoked_at.is_(None), StudioDataGrant.expires_at > utcnow())
+
+
+def granted_items(member: Member) -> dict[tuple[uuid.UUID, int], set[str]]:
+    """The items the member shares with each (application, version): one statement, for the request."""
+    cache = g.setdefault("studio_grants", {})
+    if member.id not in cache:
+        found: dict[tuple[uuid.UUID, int], set[str]] = {}
+        for app_id, version, item in db.session.execute(select(
+                StudioDataGrant.app_id, StudioDataGrant.version, StudioDataGrant.item).where(*_active(member))):
+            found.setdefault((app_id, version), set()).add(item)
+        cache[member.id] = found
+    return cache[member.id]
+
+
+def set_grants(member: Member, entry: RunEntry, items: set[str]) -> None:
+    """Share exactly `items` of the selected customer's profile with this version's form: new items
+    are granted for 90 days, items left out are revoked; both are audited. Flushes only."""
+    if not items <= set(GRANT_ITEMS):
+        raise ApiError("invalid_form", 400)
+    app_id, version = entry.app.id, entry.version.version
+    current = granted_items(member).get((app_id, version), set())
+    now = utcnow()
+    for item in sorted(items - current):
+        db.session.add(StudioDataGrant(tenant_id=member.tenant_id, app_id=app_id, version=version,
+                                       member_id=member.id, item=item, granted_at=now,
+                                       expires_at=now + timedelta(days=GRANT_DAYS)))
+    dropped = current - items
+    if dropped:
+        db.session.execute(update(StudioDataGrant).where(
+            *_active(member), StudioDataGrant.app_id == app_id, StudioDataGrant.version == version,
+            StudioDataGrant.item.in_(dropped)).values(revoked_at=now))
+    db.session.flush()
+    if items - current:
+        audit.record(member.tenant_id, member.user_id, "studio.data_granted", f"studio_app:{app_id}",
+                     {"version": version, "member_id": str(member.id), "items": sorted(items - current),
+                      "days": GRANT_DAYS})
+    if dropped:
+        _audit_revoked(member, app_id, sorted(dropped), version)
+    g.pop("studio_grants", None)
+
+
+def revoke_all(member: Member, app_id: uuid.UUID) -> None:
+    """End every grant of the member for the application, whatever the version; submitted records
+    stay. Flushes only."""
+    ended = db.session.execute(update(StudioDataGrant).where(*_active(member), StudioDataGrant.app_id == app_id)
+                               .values(revoked_at=utcnow()))
+    if ended.rowcount:
+        _audit_revoked(member, app_id, "all")
+    g.pop("studio_grants", None)
+
+
+def _audit_revoked(member: Member, app_id: uuid.UUID, items, version: int | None = None) -> None:
+    """One audit entry for revoked grants."""
+    summary = {"member_id": str(member.id), "items": items}
+    if version is not None:
+        summary["version"] = version
+    audit.record(member.tenant_id, member.user_id, "studio.data_revoked", f"studio_app:{app_id}", summary)
+
+
+def shared_profile(customer: Customer, items: set[str]) -> list[tuple[str, str]]:
+    """The granted items of the selected conversation's customer, as (item, text), in fixed order;
+    the panel only displays them."""
+    values = {"name": customer.name,
+              "contact": " · ".join(part for part in (customer.phone, customer.email) if part),
+              "note": customer.support_note}
+    return [(item, values[item]) for item in GRANT_ITEMS if item in items and values[item]]
+
+
+# --- Using the form and the intent tool -------------------------------------------------------------
+
+def submit(member: Member, entry: RunEntry, conversation: Conversation, raw_input: object, key: uuid.UUID):
+    """Save the panel's submission through the console's record service, with the submitting
+    agent and the conversation recorded; returns (record, replayed). Flushes only."""
+    return records.create_record(entry.app, member.user_id, entry.version.version, raw_input, key,
+                                 conversation_id=conversation.id)
+
+
+def analyze_intent(member: Member, app_id: uuid.UUID, version: int, conversation: Conversation):
+    """Label the conversation with the version's intent labels after the agent confirmed; writes
+    only the AI points ledger and the audit log. 409 intent_not_configured; 429
+    intent_rate_limited (10 per agent per minute); the model's own errors pass through."""
+    entry = open_entry(member.tenant_id, app_id, version)
+    if "intent" not in entry.version.definition:
+        raise ApiError("intent_not_configured", 409)
+    window = hit_fixed_window(get_redis(), f"studio:intent:{member.id}", INTENT_PER_MEMBER_PER_MINUTE)
+    if not window.allowed:
+        raise ApiError("intent_rate_limited", 429, headers={"Retry-After": str(max(1, window.reset_after))})
+    return intent.classify(member.tenant_id, app_id, version, conversation.id, member.user_id)
