@@ -33,7 +33,9 @@ def _app_url(found, version: int | None = None, anchor: str | None = None) -> st
 @admin_console_required
 def index():
     """The administrator's list of applications."""
-    return render_template("studio/index.html", apps=apps.list_apps(current_member().tenant_id))
+    tenant_id = current_member().tenant_id
+    return render_template("studio/index.html", apps=apps.list_apps(tenant_id),
+                           in_workbench=workbench.workbench_list(tenant_id))
 
 
 @bp.post("/extensions/new")
@@ -231,6 +233,8 @@ def remove_from_workbench(app_id: uuid.UUID):
     workbench.remove_from_workbench(found, current_user.id)
     db.session.commit()
     flash("Removed from the workbench: open panels refuse their next submission.", "ok")
+    if request.form.get("back") == "index":
+        return redirect(url_for("studio.index"))
     return redirect(_app_url(found, anchor="workbench-entry"))
 
 

@@ -54,6 +54,13 @@ def entry_of(found: StudioApp) -> StudioWorkbenchEntry | None:
         StudioWorkbenchEntry.tenant_id == found.tenant_id, StudioWorkbenchEntry.app_id == found.id))
 
 
+def workbench_list(tenant_id: uuid.UUID) -> list[StudioApp]:
+    """The applications in the tenant's workbench, in order, whether agents can use them now or not."""
+    return list(db.session.scalars(select(StudioApp).join(StudioWorkbenchEntry, and_(
+        StudioWorkbenchEntry.app_id == StudioApp.id, StudioWorkbenchEntry.tenant_id == StudioApp.tenant_id))
+        .where(StudioWorkbenchEntry.tenant_id == tenant_id).order_by(StudioWorkbenchEntry.position)))
+
+
 def add_to_workbench(found: StudioApp, actor_id: uuid.UUID | None) -> StudioWorkbenchEntry:
     """Put a published application with workbench settings last in the tenant's workbench.
 

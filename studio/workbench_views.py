@@ -65,9 +65,8 @@ def _tool_html(entry: workbench.RunEntry, member: Member, conversation: Conversa
 def _used_in() -> tuple[Member, Conversation, int]:
     """The member, the conversation the tool was used in and the version it was rendered for."""
     member = current_member()
-    conversation_id = parse_uuid(request.form.get("conversation_id", request.args.get("conversation_id", "")),
-                                 "invalid_form")
-    version = form_integer(request.form.get("version", request.args.get("version")), 1) or 0
+    conversation_id = parse_uuid(request.form.get("conversation_id", ""), "invalid_form")
+    version = form_integer(request.form.get("version"), 1) or 0
     return member, get_conversation(member.tenant_id, conversation_id), version
 
 
@@ -143,25 +142,11 @@ def revoke(app_id: uuid.UUID):
     return _answer(conversation, _tool_html(entry, member, conversation, notice=notice), message=notice)
 
 
-def _intent_answer(app_id: uuid.UUID, conversation: Conversation, version: int, step: str, status: int = 200,
-                   **context):
-    """The intent tool at one of its steps: the button, the confirmation, a result or an error."""
+def _intent_answer(app_id: uuid.UUID, conversation: Conversation, version: int, status: int = 200, **context):
+    """The intent tool again: with a result or an error, and the button that asks for confirmation."""
     html = render_template("studio/_workbench_intent.html", app_id=app_id, conversation=conversation,
-                           version=version, step=step, **context)
-    return _answer(conversation, html, status, context.get("error_message"))
-
-
-@bp.get("/workbench/apps/<uuid:app_id>/intent")
-@workbench_required
-def intent_step(app_id: uuid.UUID):
-    """The confirmation before an analysis (`step=confirm`), or the button again (cancel)."""
-    member, conversation, version = _used_in()
-    try:
-        workbench.open_entry(member.tenant_id, app_id, version)
-    except ApiError:
-        return _closed(conversation)
-    step = "confirm" if request.args.get("step") == "confirm" else "start"
-    return _intent_answer(app_id, conversation, version, step)
+                           version=version, **context)
+    return _answer(conversation, html, status, context.get("error_message") or context.get("notice"))
 
 
 @bp.post("/workbench/apps/<uuid:app_id>/intent")
@@ -170,15 +155,15 @@ def analyze(app_id: uuid.UUID):
     """Analyze the conversation's intent once the agent confirmed; nothing is sent or assigned."""
     member, conversation, version = _used_in()
     if request.form.get("confirmed") != "yes":
-        return _intent_answer(app_id, conversation, version, "confirm", 422,
-                              error_message="Confirm the analysis first.")
+        return _intent_answer(app_id, conversation, version, 422, error_message="Confirm the analysis first.")
     try:
         result = workbench.analyze_intent(member, app_id, version, conversation)
     except ApiError as err:
         if err.code == "workbench_entry_closed":
             return _closed(conversation)
         db.session.rollback()
-        return _intent_answer(app_id, conversation, version, "start", 422,
-                              error_message=INTENT_ERRORS.get(err.code, f"The analysis failed ({err.code})."))
+        message = INTENT_ERRORS.get(err.code, f"The analysis failed ({err.code}).")
+        return _intent_answer(app_id, conversation, version, 422, error_message=message)
     db.session.commit()
-    return _intent_answer(app_id, conversation, version, "result", result=result)
+    return _intent_answer(app_id, conversation, version, result=result,
+                          notice=f"Intent: {result.label}. It needs human review.")

@@ -30,7 +30,9 @@ from desk.models import ChannelDelivery, Conversation, Member, Message, User
 from desk.tenancy import add_member
 from openapi.apps import SCOPES, create_app as create_open_app
 from rules.execution import command_key
+from studio.apps import get_app
 from studio.catalog import PUBLISH_PERMISSIONS
+from studio.workbench import add_to_workbench, open_entry, set_grants
 from tests.conftest import PASSWORD, csrf_from, login
 from tests.rules.test_execution import CONFIRM, _conversations, _plan
 from tests.rules.test_preview import body as preview_body, sample
@@ -97,8 +99,9 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn) -> Estate:
     select = browser.get("/tenants/select")
     token = csrf_from(select.get_data(as_text=True))
     assert browser.post("/tenants/select", data={"csrf_token": token, "tenant_id": str(tenant.id)}).status_code == 302
-    app_id = _created(browser.post("/api/extensions/", json={"definition": sample_definition()}, headers=ORIGIN),
-                      "extension_id")
+    tool = {"title": "Desk tool", "theme": "violet", "tools_position": "before_profile"}
+    app_id = _created(browser.post("/api/extensions/", json={"definition": sample_definition(workbench=tool)},
+                                   headers=ORIGIN), "extension_id")
     for path, body in ((f"/{app_id}/simulate", {"version": 1, "input": {"title": "Sample"}}),
                        (f"/{app_id}/publish", {"version": 1, "expected_active_version": None,
                                                "permissions": PUBLISH_PERMISSIONS}),
@@ -110,6 +113,7 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn) -> Estate:
     assert browser.post(f"/api/extensions/{rule_id}/rule-publish", headers=ORIGIN, json={
         "revision": 1, "expected_active_revision": None, "confirm": True, "execution_mode": "plan_only",
         "permissions": ["conversation.read_for_plan", "automation.schedule_plan"]}).status_code == 200
+    in_workbench = _workbench_tool(browser, tenant, admin, tool)
     generation_id = _created(browser.post("/api/extensions/generate", json={"prompt": "A returns form."},
                                           headers=ORIGIN), "generation_id")
     conversations = _conversations(tenant, 2)
@@ -133,12 +137,29 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn) -> Estate:
     db.session.commit()
     Queue(DEFAULT, connection=redis_conn).empty()  # the walk runs no jobs
 
-    values = {"app_id": app_id, "rule_id": rule_id, "run_id": str(uncertain.id),
+    values = {"app_id": app_id, "in_workbench": in_workbench, "rule_id": rule_id, "run_id": str(uncertain.id),
               "conversation_id": str(conversations[1].id), "document_id": str(doc.id),
               "generation_id": generation_id, "channel_id": str(channel.id),
               "customer_id": str(conversations[0].customer_id), "slug": "de-escalation",
               "once": "a-used-or-unknown-once-key", "reply_id": str(reply.id), "message_id": str(sent.id), "token": "an-unknown-token", "filename": "app.css"}
     return Estate(values, browser, app.test_client(), channel_secret, opened.token)
+
+
+def _workbench_tool(browser, tenant, admin, settings: dict) -> str:
+    """A live application with intent labels in the workbench, its customer data shared by the
+    administrator: the panel shows every form (the index page its removal)."""
+    definition = sample_definition(name="Desk tool", workbench=settings, intent={"labels": ["退款", "投诉"]})
+    app_id = _created(browser.post("/api/extensions/", json={"definition": definition}, headers=ORIGIN),
+                      "extension_id")
+    for path, body in ((f"/{app_id}/simulate", {"version": 1, "input": {"title": "Sample"}}),
+                       (f"/{app_id}/publish", {"version": 1, "expected_active_version": None,
+                                               "permissions": PUBLISH_PERMISSIONS})):
+        assert browser.post(f"/api/extensions{path}", json=body, headers=ORIGIN).status_code < 300
+    found = get_app(tenant.id, uuid.UUID(app_id))
+    add_to_workbench(found, admin.user_id)
+    set_grants(admin, open_entry(tenant.id, found.id, 1), {"name", "contact", "note"})
+    db.session.commit()
+    return app_id
 
 
 def _created(response, name: str) -> str:
