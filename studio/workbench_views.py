@@ -80,10 +80,11 @@ def _answer(conversation: Conversation, html: str, status: int = 200, message: s
 
 
 def _closed(conversation: Conversation):
-    """The run entry ended: the tool says so in place of the form."""
+    """The run entry ended (`workbench_entry_closed`): the tool says so in place of the form, as
+    a 422 like the workbench's other refusals (htmx swaps those)."""
     db.session.rollback()
     html = render_template("studio/_workbench_closed.html", message=CLOSED)
-    return _answer(conversation, html, 409, CLOSED)
+    return _answer(conversation, html, 422, CLOSED)
 
 
 @bp.post("/workbench/apps/<uuid:app_id>/records")

@@ -232,7 +232,7 @@ def test_ending_the_run_entry_refuses_the_open_panels_next_submission(api, admin
     else:
         _publish(api, sample_definition(), app_id=tool)
     answer = _submit(agent_client, tool, page, conversation, f_title="Too late")
-    assert answer.status_code == 409 and "no longer in the workbench" in answer.get_data(as_text=True)
+    assert answer.status_code == 422 and "no longer in the workbench" in answer.get_data(as_text=True)
     assert _count(StudioRecord) == 0
     assert f'id="tool-{tool}"' not in _panel(agent_client, conversation)
 
@@ -242,7 +242,8 @@ def test_an_open_panel_of_an_older_version_is_refused_after_a_new_live_version(a
     page = _panel(agent_client, conversation)
     _publish(api, sample_definition(workbench=WORKBENCH), app_id=tool)
     answer = _submit(agent_client, tool, page, conversation, f_title="Old form")
-    assert answer.status_code == 409 and _count(StudioRecord) == 0
+    assert answer.status_code == 422 and "no longer in the workbench" in answer.get_data(as_text=True)
+    assert _count(StudioRecord) == 0
 
 
 def test_agents_get_no_ledger_records_charts_or_console_page(agent_client, tool, conversation):
@@ -277,7 +278,7 @@ def test_another_tenants_app_or_conversation_is_never_reachable_from_the_panel(a
     answer = _submit(agent_client, tool, page, foreign, f_title="x")
     assert answer.status_code == 404 and OTHER["name"] not in answer.get_data(as_text=True)
     stranger = _submit(agent_client, uuid.uuid4(), page, conversation, key=str(uuid.uuid4()), f_title="x")
-    assert stranger.status_code == 409 and _count(StudioRecord) == 0
+    assert stranger.status_code == 422 and _count(StudioRecord) == 0
 
 
 # --- Customer-data authorization --------------------------------------------------------------------
