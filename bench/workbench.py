@@ -7,6 +7,11 @@ Targets (issue 21):
 - the "nothing changed" poll >= 1.0 x an authenticated console read (GET /api/extensions/capabilities);
 - 200 agents polling every 3 s against the web process as `make run` starts it (the Procfile's
   gunicorn line): p95 poll latency and the share of one core the web process used.
+Targets (issue 22, Studio in the workbench):
+- a submission from the workbench's side panel >= 0.8 x the console API's submission of the same
+  record, in alternating rounds of the same run;
+- a conversation's workbench page with 10 applications in the workbench <= 1.2 x with none, and
+  the same SQL statements per request (flat in the number of applications).
 Each ratio with a target is followed by "target met" or "target missed".
 """
 import os
@@ -22,14 +27,20 @@ import uuid
 from datetime import timedelta
 
 import requests
+from flask import g
 from sqlalchemy import event, insert, select
 
-from bench.common import bench_app, free_port, logged_in, percentile, process_env, rates, target
+from bench.common import (bench_app, free_port, logged_in, median_seconds, percentile, process_env, rates,
+                          target)
 from core.clock import utcnow
 from core.config import PROJECT_ROOT
 from core.db import db
 from desk.models import Conversation, Customer, Member, Message, User
+from desk.panels import provider
 from desk.tenancy import add_member, create_tenant
+from studio.apps import create_app, get_app, publish, simulate
+from studio.catalog import PUBLISH_PERMISSIONS
+from studio.workbench import GRANTS, MAX_APPS, RUN_ENTRIES, add_to_workbench, open_entry, set_grants
 
 CONVERSATIONS = 5_000
 MESSAGES_EACH = 10
@@ -139,6 +150,120 @@ def _poll_vs_read(app, full_client) -> None:
           f"per console read: {_statements(app, actions['read'])}")
 
 
+TOOL = {"schema_version": 1, "name": "Refunds", "description": "Log a refund request.",
+        "page": {"title": "Refund", "description": "One refund.", "columns": 2, "submit_label": "Save"},
+        "fields": [{"key": "title", "label": "Title", "type": "text", "required": True},
+                   {"key": "amount", "label": "Amount", "type": "number", "required": False},
+                   {"key": "reason", "label": "Reason", "type": "select", "required": False,
+                    "options": ["late", "broken", "other"]},
+                   {"key": "due", "label": "Due", "type": "date", "required": False},
+                   {"key": "urgent", "label": "Urgent", "type": "checkbox", "required": False}],
+        "table_columns": ["title", "amount"],
+        "workflow": {"trigger": "form.submitted", "rules": [
+            {"name": "Big refunds are urgent", "when": {"field": "amount", "operator": "gte", "value": 100},
+             "then": {"field": "urgent", "value": True}}]},
+        "workbench": {"title": "Refunds", "theme": "emerald", "tools_position": "before_profile"}}
+TOOL_INPUT = {"title": "Refund for order 42", "amount": "180", "reason": "late", "due": "2026-11-30"}
+SUBMISSIONS_PER_ROUND, SUBMISSION_ROUNDS = 60, 8  # 480 records per app, under the 1,000 limit
+
+
+def _tools_tenant(app, added: int) -> tuple[str, str, list, uuid.UUID]:
+    """A tenant with 50 conversations, an administrator, an agent who shared every item of the
+    customer's data with each tool, and `added` live applications in the workbench (plus one
+    live application outside it); the two e-mails, the app ids (outside one first) and a conversation."""
+    admin_email = f"admin-{uuid.uuid4().hex[:8]}@bench.example"
+    agent_email = _tenant_with_conversations(app, 50)
+    with app.app_context():
+        agent = db.session.scalar(select(Member).join(User).where(User.email == agent_email))
+        admin = add_member(agent.tenant_id, admin_email, PASSWORD, "admin", "Bench Admin")
+        app_ids = []
+        for n in range(added + 1):
+            found = get_app(agent.tenant_id, create_app(agent.tenant_id, admin.user_id, TOOL).app_id)
+            simulate(found, admin.user_id, 1, {"title": "Sample"})
+            publish(found, admin.user_id, 1, None, PUBLISH_PERMISSIONS, False)
+            if n:
+                add_to_workbench(found, admin.user_id)
+                set_grants(agent, open_entry(agent.tenant_id, found.id, 1), {"name", "contact", "note"})
+            app_ids.append(found.id)
+        conversation_id = db.session.scalar(select(Conversation.id).where(Conversation.tenant_id == agent.tenant_id)
+                                            .order_by(Conversation.last_activity_at.desc()).limit(1))
+        db.session.commit()
+    return admin_email, agent_email, app_ids, conversation_id
+
+
+def _panel_vs_console(app) -> None:
+    """The same record submitted from the side panel (form post, htmx) and through the console API,
+    in alternating rounds (each to its own application, so neither reaches the record limit)."""
+    admin_email, agent_email, (console_app, panel_app), conversation_id = _tools_tenant(app, 1)
+    console, agent = logged_in(app, admin_email, PASSWORD), logged_in(app, agent_email, PASSWORD)
+    page = _ok(agent.get(f"/workbench/conversations/{conversation_id}")).get_data(as_text=True)
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
+    body = {"version": 1, "input": {**TOOL_INPUT, "amount": 180, "urgent": False}}
+    form = {"csrf_token": csrf, "conversation_id": str(conversation_id), "version": "1",
+            **{f"f_{key}": value for key, value in TOOL_INPUT.items()}}
+
+    def by_console():
+        _ok(console.post(f"/api/extensions/{console_app}/records", json={**body, "idempotency_key": str(uuid.uuid4())},
+                         headers={"Origin": "http://localhost"}))
+
+    def by_panel():
+        _ok(agent.post(f"/workbench/apps/{panel_app}/records", data={**form, "idempotency_key": str(uuid.uuid4())},
+                       headers={"HX-Request": "true"}))
+
+    seconds = {"console": [], "panel": []}
+    for _ in range(SUBMISSION_ROUNDS):
+        for name, action in (("console", by_console), ("panel", by_panel)):
+            start = time.perf_counter()
+            for _ in range(SUBMISSIONS_PER_ROUND):
+                action()
+            seconds[name].append((time.perf_counter() - start) / SUBMISSIONS_PER_ROUND)
+    console_s, panel_s = (sorted(seconds[name])[SUBMISSION_ROUNDS // 2] for name in ("console", "panel"))
+    ratio = console_s / panel_s
+    print(f"{'POST /api/extensions/<id>/records (console API)':<58} {console_s * 1000:8.2f} ms (baseline)")
+    print(f"{'POST /workbench/apps/<id>/records (side panel)':<58} {panel_s * 1000:8.2f} ms   rate ratio "
+          f"{ratio:6.3f} {target(ratio, at_least=0.8)}")
+    print(f"  SQL statements per submission: console {_statements(app, by_console)}, "
+          f"panel {_statements(app, by_panel)}")
+
+
+def _tools_page(app) -> None:
+    """A conversation's workbench page with the workbench full of applications against none."""
+    pages, ten = {}, None
+    for name, added in (("none", 0), ("ten", MAX_APPS)):
+        _, agent_email, _, conversation_id = _tools_tenant(app, added)
+        client = logged_in(app, agent_email, PASSWORD)
+        pages[name] = (lambda c=client, i=conversation_id: _ok(c.get(f"/workbench/conversations/{i}")))
+        ten = (agent_email, conversation_id)
+    for action in pages.values():
+        for _ in range(5):
+            action()
+    seconds = {name: 1 / rate for name, rate in rates(pages, seconds=12.0).items()}
+    ratio = seconds["ten"] / seconds["none"]
+    print(f"{'GET /workbench/conversations/<id>, no apps':<58} {seconds['none'] * 1000:8.2f} ms (baseline)")
+    print(f"{f'GET /workbench/conversations/<id>, {MAX_APPS} apps with grants':<58} {seconds['ten'] * 1000:8.2f} ms"
+          f"   ratio {ratio:6.3f} {target(ratio, at_most=1.2)}")
+    print(f"  SQL statements per page: no apps {_statements(app, pages['none'])}, "
+          f"{MAX_APPS} apps {_statements(app, pages['ten'])}")
+    floor = _tools_alone(app, *ten)
+    print(f"  floor: the side panel's {MAX_APPS} tools alone (their 2 statements, {MAX_APPS} forms) {floor * 1000:6.2f} ms, "
+          f"ratio at least {(seconds['none'] + floor) / seconds['none']:6.3f}")
+
+
+def _tools_alone(app, agent_email: str, conversation_id: uuid.UUID) -> float:
+    """Median seconds of the panel provider's tools for one conversation, outside any request
+    work: what showing the ten forms costs by itself (its statements and its rendering)."""
+    with app.test_request_context():
+        member = db.session.scalar(select(Member).join(User).where(User.email == agent_email))
+        conversation = db.session.get(Conversation, conversation_id)
+        conversation.customer  # the details pane loads the customer anyway
+
+        def tools():
+            g.pop(RUN_ENTRIES, None)  # as in a new request
+            g.pop(GRANTS, None)
+            provider().tools(member, conversation)
+        return median_seconds(tools, rounds=200)
+
+
 def _admin_of_new_tenant(app) -> str:
     with app.app_context():
         tenant = create_tenant("Bench console")
@@ -242,6 +367,10 @@ def _polling(app, email_of_full: str) -> None:
 
 def main() -> None:
     app = bench_app()
+    if sys.argv[1:] == ["--tools"]:  # only the issue-22 lines
+        _panel_vs_console(app)
+        _tools_page(app)
+        return
     emails = {"full": _tenant_with_conversations(app, CONVERSATIONS), "empty": _tenant_with_conversations(app, 0),
               "one page": _tenant_with_conversations(app, 150), "one window": _tenant_with_conversations(app, 200)}
     print(f"database: {app.config['SQLALCHEMY_DATABASE_URI'].split(':', 1)[0]}; "
@@ -249,6 +378,8 @@ def main() -> None:
     clients = {name: logged_in(app, email, PASSWORD) for name, email in emails.items()}
     _flat_in_size(app, clients)
     _poll_vs_read(app, clients["full"])
+    _panel_vs_console(app)
+    _tools_page(app)
     full_email = emails["full"]
     _polling(app, full_email)
 

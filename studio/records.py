@@ -99,9 +99,11 @@ def _not_counted(app_id: uuid.UUID, version_no: int) -> ApiError:
 
 
 def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int, raw_input: object,
-                  key: uuid.UUID, conversation_id: uuid.UUID | None = None) -> tuple[StudioRecord, bool]:
+                  key: uuid.UUID, conversation_id: uuid.UUID | None = None,
+                  live_definition: dict | None = None) -> tuple[StudioRecord, bool]:
     """Save a submission of the live version once per key; returns (record, replayed). A
-    submission from the workbench names its conversation.
+    submission from the workbench names its conversation and hands over the definition of
+    `version_no` it already loaded.
 
     Rules and a script run before anything is written; a script's wait holds no transaction.
     On `record_limit` the new row is already flushed: the caller rolls back, as after any error.
@@ -112,7 +114,7 @@ def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int,
     existing = RECORDS.existing(_app_key(app_id, key), request_digest)
     if existing is not None:
         return existing, True
-    definition = get_version(found, version_no).definition
+    definition = live_definition if live_definition is not None else get_version(found, version_no).definition
     result = run_rules(definition, raw_input)
     if definition.get("code") is not None:
         twin = _run_script_once(app_id, tenant_id, key, request_digest, definition, result)

@@ -27,23 +27,28 @@ from studio.models import GRANT_ITEMS, StudioApp, StudioDataGrant, StudioVersion
 MAX_APPS = 10  # applications in one tenant's workbench
 GRANT_DAYS = 90
 INTENT_PER_MEMBER_PER_MINUTE = 10
+RUN_ENTRIES, GRANTS = "studio_run_entries", "studio_grants"  # per-request caches in flask.g
 ITEM_LABELS = {"name": "Name", "contact": "Contact data", "note": "Internal note"}
 
 
 @dataclass(frozen=True)
 class RunEntry:
-    """An application agents can use now: its live version and that version's workbench settings."""
+    """An application agents can use now: its live version's number and definition."""
 
-    app: StudioApp
-    version: StudioVersion
+    app_id: uuid.UUID
+    name: str
+    version_id: uuid.UUID
+    version: int
+    definition: dict
+    app: StudioApp | None = None  # loaded for a request that uses this one entry
 
     @property
     def settings(self) -> dict:
-        return self.version.definition["workbench"]
+        return self.definition["workbench"]
 
     @property
     def title(self) -> str:
-        return self.settings.get("title") or self.app.name
+        return self.settings.get("title") or self.name
 
 
 # --- The administrator's list ---------------------------------------------------------------------
@@ -82,6 +87,7 @@ def add_to_workbench(found: StudioApp, actor_id: uuid.UUID | None) -> StudioWork
                                  added_by=actor_id)
     db.session.add(entry)
     db.session.flush()
+    g.pop(RUN_ENTRIES, None)
     audit.record(found.tenant_id, actor_id, "studio.workbench_added", f"studio_app:{found.id}",
                  {"version": found.active_version})
     return entry
@@ -91,6 +97,7 @@ def remove_from_workbench(found: StudioApp, actor_id: uuid.UUID | None) -> None:
     """Take the application out of the workbench (its records and grants stay). Flushes only."""
     removed = db.session.execute(delete(StudioWorkbenchEntry).where(
         StudioWorkbenchEntry.tenant_id == found.tenant_id, StudioWorkbenchEntry.app_id == found.id))
+    g.pop(RUN_ENTRIES, None)
     if removed.rowcount:
         audit.record(found.tenant_id, actor_id, "studio.workbench_removed", f"studio_app:{found.id}", {})
 
@@ -98,29 +105,38 @@ def remove_from_workbench(found: StudioApp, actor_id: uuid.UUID | None) -> None:
 # --- Run entries ------------------------------------------------------------------------------------
 
 def run_entries(tenant_id: uuid.UUID) -> list[RunEntry]:
-    """The tenant's open run entries in workbench order: one statement, kept for the request."""
-    cache = g.setdefault("studio_run_entries", {})
+    """The tenant's open run entries in workbench order: one statement of plain columns, kept
+    for the request."""
+    cache = g.setdefault(RUN_ENTRIES, {})
     if tenant_id not in cache:
         rows = db.session.execute(
-            select(StudioApp, StudioVersion)
+            select(StudioApp.id, StudioApp.name, StudioVersion.id, StudioVersion.version, StudioVersion.definition)
             .join(StudioWorkbenchEntry, and_(StudioWorkbenchEntry.app_id == StudioApp.id,
                                              StudioWorkbenchEntry.tenant_id == StudioApp.tenant_id))
             .join(StudioVersion, and_(StudioVersion.app_id == StudioApp.id,
                                       StudioVersion.version == StudioApp.active_version))
             .where(StudioWorkbenchEntry.tenant_id == tenant_id, StudioApp.enabled.is_(True))
             .order_by(StudioWorkbenchEntry.position))
-        cache[tenant_id] = [RunEntry(app, version) for app, version in rows
-                            if "workbench" in version.definition]
+        cache[tenant_id] = [RunEntry(*row) for row in rows if "workbench" in row[4]]
     return cache[tenant_id]
 
 
 def open_entry(tenant_id: uuid.UUID, app_id: uuid.UUID, version: int) -> RunEntry:
-    """The run entry the panel was rendered for, while it is still open at that version; else
-    409 workbench_entry_closed (removed, disabled, or another live version)."""
-    for entry in run_entries(tenant_id):
-        if entry.app.id == app_id and entry.version.version == version:
-            return entry
-    raise ApiError("workbench_entry_closed", 409)
+    """The run entry the panel was rendered for, with its application, while it is still open at
+    that version (one statement); else 409 workbench_entry_closed (removed, disabled, or another
+    live version)."""
+    row = db.session.execute(
+        select(StudioApp, StudioVersion.id, StudioVersion.definition)
+        .join(StudioWorkbenchEntry, and_(StudioWorkbenchEntry.app_id == StudioApp.id,
+                                         StudioWorkbenchEntry.tenant_id == StudioApp.tenant_id))
+        .join(StudioVersion, and_(StudioVersion.app_id == StudioApp.id,
+                                  StudioVersion.version == StudioApp.active_version))
+        .where(StudioWorkbenchEntry.tenant_id == tenant_id, StudioApp.id == app_id, StudioApp.enabled.is_(True),
+               StudioApp.active_version == version)).first()
+    if row is None or "workbench" not in row.definition:
+        raise ApiError("workbench_entry_closed", 409)
+    found, version_id, definition = row
+    return RunEntry(found.id, found.name, version_id, version, definition, found)
 
 
 # --- Customer-data grants --------------------------------------------------------------------------
@@ -133,7 +149,7 @@ def _active(member: Member):
 
 def granted_items(member: Member) -> dict[tuple[uuid.UUID, int], set[str]]:
     """The items the member shares with each (application, version): one statement, for the request."""
-    cache = g.setdefault("studio_grants", {})
+    cache = g.setdefault(GRANTS, {})
     if member.id not in cache:
         found: dict[tuple[uuid.UUID, int], set[str]] = {}
         for app_id, version, item in db.session.execute(select(
@@ -148,7 +164,7 @@ def set_grants(member: Member, entry: RunEntry, items: set[str]) -> None:
     are granted for 90 days, items left out are revoked; both are audited. Flushes only."""
     if not items <= set(GRANT_ITEMS):
         raise ApiError("invalid_form", 400)
-    app_id, version = entry.app.id, entry.version.version
+    app_id, version = entry.app_id, entry.version
     current = granted_items(member).get((app_id, version), set())
     now = utcnow()
     for item in sorted(items - current):
@@ -167,7 +183,7 @@ def set_grants(member: Member, entry: RunEntry, items: set[str]) -> None:
                       "days": GRANT_DAYS})
     if dropped:
         _audit_revoked(member, app_id, sorted(dropped), version)
-    g.pop("studio_grants", None)
+    g.pop(GRANTS, None)
 
 
 def revoke_all(member: Member, app_id: uuid.UUID) -> None:
@@ -177,7 +193,7 @@ def revoke_all(member: Member, app_id: uuid.UUID) -> None:
                                .values(revoked_at=utcnow()))
     if ended.rowcount:
         _audit_revoked(member, app_id, "all")
-    g.pop("studio_grants", None)
+    g.pop(GRANTS, None)
 
 
 def _audit_revoked(member: Member, app_id: uuid.UUID, items, version: int | None = None) -> None:
@@ -200,10 +216,10 @@ def shared_profile(customer: Customer, items: set[str]) -> list[tuple[str, str]]
 # --- Using the form and the intent tool -------------------------------------------------------------
 
 def submit(member: Member, entry: RunEntry, conversation: Conversation, raw_input: object, key: uuid.UUID):
-    """Save the panel's submission through the console's record service, with the submitting
+    """Save the panel's submission (`entry` from `open_entry`) through the console's record service, with the submitting
     agent and the conversation recorded; returns (record, replayed). Flushes only."""
-    return records.create_record(entry.app, member.user_id, entry.version.version, raw_input, key,
-                                 conversation_id=conversation.id)
+    return records.create_record(entry.app, member.user_id, entry.version, raw_input, key,
+                                 conversation_id=conversation.id, live_definition=entry.definition)
 
 
 def analyze_intent(member: Member, app_id: uuid.UUID, version: int, conversation: Conversation):
@@ -211,7 +227,7 @@ def analyze_intent(member: Member, app_id: uuid.UUID, version: int, conversation
     only the AI points ledger and the audit log. 409 intent_not_configured; 429
     intent_rate_limited (10 per agent per minute); the model's own errors pass through."""
     entry = open_entry(member.tenant_id, app_id, version)
-    if "intent" not in entry.version.definition:
+    if "intent" not in entry.definition:
         raise ApiError("intent_not_configured", 409)
     window = hit_fixed_window(get_redis(), f"studio:intent:{member.id}", INTENT_PER_MEMBER_PER_MINUTE)
     if not window.allowed:

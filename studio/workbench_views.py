@@ -3,7 +3,8 @@ wiring time as its panel provider) and the panel's own requests: submit the form
 customer data, analyze intent. Every answer is the tool again, for the conversation it was used in."""
 import uuid
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, request, url_for
+from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 
 from core.api import ApiError, parse_uuid
@@ -45,21 +46,60 @@ class WorkbenchTools:
     """The desk's panel provider: the styles and forms of the applications in the workbench."""
 
     def styles(self, member: Member) -> list[Style]:
-        return [Style(str(entry.app.id), entry.title, entry.settings)
+        return [Style(str(entry.app_id), entry.title, entry.settings)
                 for entry in workbench.run_entries(member.tenant_id)]
 
     def tools(self, member: Member, conversation: Conversation) -> list[Tool]:
-        return [Tool(_tool_html(entry, member, conversation), entry.settings.get("tools_position", "after_profile"))
+        csrf = generate_csrf()
+        return [Tool(_tool(entry, member, conversation, csrf), entry.settings.get("tools_position", "after_profile"))
                 for entry in workbench.run_entries(member.tenant_id)]
 
 
-def _tool_html(entry: workbench.RunEntry, member: Member, conversation: Conversation, **state) -> Markup:
-    """One application's tool for the conversation: shared data, the form, the intent button."""
-    items = workbench.granted_items(member).get((entry.app.id, entry.version.version), set())
-    return Markup(render_template(
-        "studio/_workbench_tool.html", entry=entry, conversation=conversation, granted=items,
-        shared=workbench.shared_profile(conversation.customer, items), item_labels=workbench.ITEM_LABELS,
-        key=state.pop("key", None) or uuid.uuid4(), **state))
+def _macros():
+    """The macros of studio/_workbench.html (the template's module is built once per process)."""
+    return current_app.jinja_env.get_template("studio/_workbench.html").module
+
+
+_KEPT = 512  # versions (and grant sets) whose rendering a process keeps; all are dropped past it
+_BLANK_FIELDS: dict[uuid.UUID, Markup] = {}  # a version's empty form fields
+_SKELETONS: dict[tuple[uuid.UUID, frozenset], str] = {}  # a version's tool with stand-ins, per grant set
+# Stand-ins for what changes per request: random per process, so no definition or customer text
+# can hold one. What replaces them is a UUID, a CSRF token, or HTML the macros escaped.
+_SLOT = uuid.uuid4().hex
+CONVERSATION, CSRF, KEY, SHARED, NOTICE = (f"{_SLOT}-{name}" for name in ("c", "t", "k", "s", "n"))
+
+
+def _kept(cache: dict, key, render):
+    """`cache[key]`, rendered on first use (immutable versions never go stale)."""
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= _KEPT:
+            cache.clear()
+        found = cache[key] = render()
+    return found
+
+
+def _record_form(entry: workbench.RunEntry, conversation_id: object, csrf: str, key: object, **state) -> Markup:
+    """The tool's form: empty, or as submitted with what was wrong."""
+    prefix = f"wb-{str(entry.app_id)[:8]}"  # the ids of its fields, unique among the page's tools
+    blank = _kept(_BLANK_FIELDS, entry.version_id, lambda: _macros().blank_fields(entry.definition, prefix))
+    return _macros().record_form(entry, conversation_id, csrf, key, blank, prefix, **state)
+
+
+def _tool(entry: workbench.RunEntry, member: Member, conversation: Conversation, csrf: str,
+          notice: str | None = None) -> Markup:
+    """One application's tool for the conversation: the data sharing, the shared items of this
+    conversation's customer (read only when something is shared), the form with a new
+    idempotency key (a new form instance), the intent button."""
+    items = frozenset(workbench.granted_items(member).get((entry.app_id, entry.version), ()))
+    skeleton = _kept(_SKELETONS, (entry.version_id, items), lambda: str(_macros().tool(
+        entry, items, workbench.ITEM_LABELS, _record_form(entry, CONVERSATION, CSRF, KEY), CONVERSATION, CSRF,
+        SHARED, NOTICE)))
+    shared = _macros().shared_data(entry.app_id, workbench.shared_profile(conversation.customer, items),
+                                   workbench.ITEM_LABELS) if items else ""
+    html = (skeleton.replace(CONVERSATION, str(conversation.id)).replace(CSRF, csrf).replace(KEY, str(uuid.uuid4()))
+            .replace(NOTICE, _macros().notice(notice) if notice else "").replace(SHARED, shared))
+    return Markup(html)  # the skeleton and the shared data are the macros' escaped output
 
 
 def _used_in() -> tuple[Member, Conversation, int]:
@@ -70,45 +110,49 @@ def _used_in() -> tuple[Member, Conversation, int]:
     return member, get_conversation(member.tenant_id, conversation_id), version
 
 
-def _answer(conversation: Conversation, html: str, status: int = 200, message: str | None = None):
-    """The tool for htmx; without it, the conversation's page (with the message flashed)."""
+def _answer(conversation: Conversation, html: str, status: int = 200, message: str | None = None,
+            headers: dict | None = None):
+    """The part of the tool that changed, for htmx; without it, the conversation's page (with the
+    message flashed)."""
     if not htmx:
         if message:
             flash(message, "ok" if status == 200 else "error")
         return redirect(url_for("workbench.conversation", conversation_id=conversation.id))
-    return html, status
+    return html, status, headers or {}
 
 
-def _closed(conversation: Conversation):
-    """The run entry ended (`workbench_entry_closed`): the tool says so in place of the form, as
-    a 422 like the workbench's other refusals (htmx swaps those)."""
+def _closed(app_id: uuid.UUID, conversation: Conversation):
+    """The run entry ended (`workbench_entry_closed`): the whole tool says so in place of its
+    forms, as a 422 like the workbench's other refusals (htmx swaps those)."""
     db.session.rollback()
-    html = render_template("studio/_workbench_closed.html", message=CLOSED)
-    return _answer(conversation, html, 422, CLOSED)
+    return _answer(conversation, _macros().closed(CLOSED), 422, CLOSED,
+                   {"HX-Retarget": f"#tool-{app_id}", "HX-Reswap": "outerHTML"})
 
 
 @bp.post("/workbench/apps/<uuid:app_id>/records")
 @workbench_required
 def submit(app_id: uuid.UUID):
-    """Submit the form as a record of the live version; a retried form instance replays."""
+    """Submit the form as a record of the live version; a retried form instance replays. The
+    answer is the form again: empty with a new key, or as submitted with what was wrong."""
     member, conversation, version = _used_in()
     try:
         entry = workbench.open_entry(member.tenant_id, app_id, version)
         key = parse_uuid(request.form.get("idempotency_key", ""), "invalid_idempotency_key")
         _, replayed = workbench.submit(member, entry, conversation,
-                                       form_to_input(entry.version.definition, request.form), key)
+                                       form_to_input(entry.definition, request.form), key)
     except ApiError as err:
         if err.code in ("workbench_entry_closed", "extension_not_active"):
-            return _closed(conversation)
+            return _closed(app_id, conversation)
         db.session.rollback()
         entry = workbench.open_entry(member.tenant_id, app_id, version)
         message = SUBMIT_ERRORS.get(err.code)
-        html = _tool_html(entry, member, conversation, values=request.form, error=err, error_message=message,
-                          key=request.form.get("idempotency_key"))
+        html = _record_form(entry, conversation.id, generate_csrf(), request.form.get("idempotency_key", ""),
+                            values=request.form, error=err, error_message=message)
         return _answer(conversation, html, 422, message or "The form has a problem: see the fields.")
-    db.session.commit()
     notice = "This submission was already saved." if replayed else "Record saved."
-    return _answer(conversation, _tool_html(entry, member, conversation, notice=notice), message=notice)
+    html = _record_form(entry, conversation.id, generate_csrf(), uuid.uuid4(), notice=notice)  # a new form instance
+    db.session.commit()
+    return _answer(conversation, html, message=notice)
 
 
 @bp.post("/workbench/apps/<uuid:app_id>/grants")
@@ -121,11 +165,11 @@ def grant(app_id: uuid.UUID):
         workbench.set_grants(member, entry, set(request.form.getlist("items")))
     except ApiError as err:
         if err.code == "workbench_entry_closed":
-            return _closed(conversation)
+            return _closed(app_id, conversation)
         raise
     db.session.commit()
     notice = "Data sharing saved for 90 days." if request.form.getlist("items") else "Nothing is shared."
-    return _answer(conversation, _tool_html(entry, member, conversation, notice=notice), message=notice)
+    return _answer(conversation, _tool(entry, member, conversation, generate_csrf(), notice), message=notice)
 
 
 @bp.post("/workbench/apps/<uuid:app_id>/grants/revoke")
@@ -139,15 +183,16 @@ def revoke(app_id: uuid.UUID):
     try:
         entry = workbench.open_entry(member.tenant_id, app_id, version)
     except ApiError:
-        return _closed(conversation)
-    return _answer(conversation, _tool_html(entry, member, conversation, notice=notice), message=notice)
+        return _closed(app_id, conversation)
+    return _answer(conversation, _tool(entry, member, conversation, generate_csrf(), notice), message=notice)
 
 
-def _intent_answer(app_id: uuid.UUID, conversation: Conversation, version: int, status: int = 200, **context):
+def _intent_answer(app_id: uuid.UUID, conversation: Conversation, version: int, status: int = 200,
+                   result=None, error_message: str | None = None):
     """The intent tool again: with a result or an error, and the button that asks for confirmation."""
-    html = render_template("studio/_workbench_intent.html", app_id=app_id, conversation=conversation,
-                           version=version, **context)
-    return _answer(conversation, html, status, context.get("error_message") or context.get("notice"))
+    html = _macros().intent(app_id, conversation.id, generate_csrf(), version, result, error_message)
+    notice = f"Intent: {result.label}. It needs human review." if result else None
+    return _answer(conversation, html, status, error_message or notice)
 
 
 @bp.post("/workbench/apps/<uuid:app_id>/intent")
@@ -161,10 +206,9 @@ def analyze(app_id: uuid.UUID):
         result = workbench.analyze_intent(member, app_id, version, conversation)
     except ApiError as err:
         if err.code == "workbench_entry_closed":
-            return _closed(conversation)
+            return _closed(app_id, conversation)
         db.session.rollback()
         message = INTENT_ERRORS.get(err.code, f"The analysis failed ({err.code}).")
         return _intent_answer(app_id, conversation, version, 422, error_message=message)
     db.session.commit()
-    return _intent_answer(app_id, conversation, version, result=result,
-                          notice=f"Intent: {result.label}. It needs human review.")
+    return _intent_answer(app_id, conversation, version, result=result)

@@ -211,6 +211,16 @@ def test_a_retried_form_instance_replays_and_a_new_instance_gets_a_new_key(agent
     assert _count(StudioRecord) == 1
 
 
+def test_every_page_view_is_a_new_form_instance_for_the_conversation_shown(agent_client, tool, conversation, tenant):
+    other = _customer_conversation(tenant, OTHER)
+    first, again = (_tool_html(_panel(agent_client, conversation), tool) for _ in range(2))
+    assert _key(first) != _key(again)
+    for shown in (conversation, other, conversation):
+        html = _tool_html(_panel(agent_client, shown), tool)
+        ids = set(re.findall(r'name="conversation_id" value="([^"]+)"', html))
+        assert ids == {str(shown.id)}
+
+
 def test_invalid_input_is_refused_as_in_the_console_and_the_values_stay(agent_client, tool, conversation):
     page = _panel(agent_client, conversation)
     key = _key(_tool_html(page, tool))
