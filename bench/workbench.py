@@ -27,20 +27,17 @@ import uuid
 from datetime import timedelta
 
 import requests
-from flask import g
 from sqlalchemy import event, insert, select
 
-from bench.common import (bench_app, free_port, logged_in, median_seconds, percentile, process_env, rates,
-                          target)
+from bench.common import bench_app, free_port, logged_in, percentile, process_env, rates, target
 from core.clock import utcnow
 from core.config import PROJECT_ROOT
 from core.db import db
 from desk.models import Conversation, Customer, Member, Message, User
-from desk.panels import provider
 from desk.tenancy import add_member, create_tenant
 from studio.apps import create_app, get_app, publish, simulate
 from studio.catalog import PUBLISH_PERMISSIONS
-from studio.workbench import GRANTS, MAX_APPS, RUN_ENTRIES, add_to_workbench, open_entry, set_grants
+from studio.workbench import MAX_APPS, add_to_workbench, open_entry, set_grants
 
 CONVERSATIONS = 5_000
 MESSAGES_EACH = 10
@@ -183,7 +180,7 @@ def _tools_tenant(app, added: int) -> tuple[str, str, list, uuid.UUID]:
             publish(found, admin.user_id, 1, None, PUBLISH_PERMISSIONS, False)
             if n:
                 add_to_workbench(found, admin.user_id)
-                set_grants(agent, open_entry(agent.tenant_id, found.id, 1), {"name", "contact", "note"})
+                set_grants(agent, open_entry(agent, found.id, 1), {"name", "contact", "note"})
             app_ids.append(found.id)
         conversation_id = db.session.scalar(select(Conversation.id).where(Conversation.tenant_id == agent.tenant_id)
                                             .order_by(Conversation.last_activity_at.desc()).limit(1))
@@ -228,12 +225,11 @@ def _panel_vs_console(app) -> None:
 
 def _tools_page(app) -> None:
     """A conversation's workbench page with the workbench full of applications against none."""
-    pages, ten = {}, None
+    pages = {}
     for name, added in (("none", 0), ("ten", MAX_APPS)):
         _, agent_email, _, conversation_id = _tools_tenant(app, added)
         client = logged_in(app, agent_email, PASSWORD)
         pages[name] = (lambda c=client, i=conversation_id: _ok(c.get(f"/workbench/conversations/{i}")))
-        ten = (agent_email, conversation_id)
     for action in pages.values():
         for _ in range(5):
             action()
@@ -244,24 +240,6 @@ def _tools_page(app) -> None:
           f"   ratio {ratio:6.3f} {target(ratio, at_most=1.2)}")
     print(f"  SQL statements per page: no apps {_statements(app, pages['none'])}, "
           f"{MAX_APPS} apps {_statements(app, pages['ten'])}")
-    floor = _tools_alone(app, *ten)
-    print(f"  floor: the side panel's {MAX_APPS} tools alone (their 2 statements, {MAX_APPS} forms) {floor * 1000:6.2f} ms, "
-          f"ratio at least {(seconds['none'] + floor) / seconds['none']:6.3f}")
-
-
-def _tools_alone(app, agent_email: str, conversation_id: uuid.UUID) -> float:
-    """Median seconds of the panel provider's tools for one conversation, outside any request
-    work: what showing the ten forms costs by itself (its statements and its rendering)."""
-    with app.test_request_context():
-        member = db.session.scalar(select(Member).join(User).where(User.email == agent_email))
-        conversation = db.session.get(Conversation, conversation_id)
-        conversation.customer  # the details pane loads the customer anyway
-
-        def tools():
-            g.pop(RUN_ENTRIES, None)  # as in a new request
-            g.pop(GRANTS, None)
-            provider().tools(member, conversation)
-        return median_seconds(tools, rounds=200)
 
 
 def _admin_of_new_tenant(app) -> str:

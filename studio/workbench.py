@@ -7,7 +7,7 @@ is refused with `409 workbench_entry_closed`. Grants only decide what the panel 
 form: profile data is never put into a submission, a script, a prompt or an outside request.
 """
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from flask import g
@@ -27,19 +27,21 @@ from studio.models import GRANT_ITEMS, StudioApp, StudioDataGrant, StudioVersion
 MAX_APPS = 10  # applications in one tenant's workbench
 GRANT_DAYS = 90
 INTENT_PER_MEMBER_PER_MINUTE = 10
-RUN_ENTRIES, GRANTS = "studio_run_entries", "studio_grants"  # per-request caches in flask.g
+RUN_ENTRIES = "studio_run_entries"  # flask.g: a member's run entries, kept for the request
 ITEM_LABELS = {"name": "Name", "contact": "Contact data", "note": "Internal note"}
 
 
 @dataclass(frozen=True)
 class RunEntry:
-    """An application agents can use now: its live version's number and definition."""
+    """An application agents can use now: its live version's number and definition, and the
+    customer-data items the member shares with that version."""
 
     app_id: uuid.UUID
     name: str
     version_id: uuid.UUID
     version: int
     definition: dict
+    granted: frozenset[str] = frozenset()
     app: StudioApp | None = None  # loaded for a request that uses this one entry
 
     @property
@@ -104,68 +106,63 @@ def remove_from_workbench(found: StudioApp, actor_id: uuid.UUID | None) -> None:
 
 # --- Run entries ------------------------------------------------------------------------------------
 
-def run_entries(tenant_id: uuid.UUID) -> list[RunEntry]:
-    """The tenant's open run entries in workbench order: one statement of plain columns, kept
-    for the request."""
-    cache = g.setdefault(RUN_ENTRIES, {})
-    if tenant_id not in cache:
-        rows = db.session.execute(
-            select(StudioApp.id, StudioApp.name, StudioVersion.id, StudioVersion.version, StudioVersion.definition)
-            .join(StudioWorkbenchEntry, and_(StudioWorkbenchEntry.app_id == StudioApp.id,
-                                             StudioWorkbenchEntry.tenant_id == StudioApp.tenant_id))
-            .join(StudioVersion, and_(StudioVersion.app_id == StudioApp.id,
-                                      StudioVersion.version == StudioApp.active_version))
-            .where(StudioWorkbenchEntry.tenant_id == tenant_id, StudioApp.enabled.is_(True))
-            .order_by(StudioWorkbenchEntry.position))
-        cache[tenant_id] = [RunEntry(*row) for row in rows if "workbench" in row[4]]
-    return cache[tenant_id]
-
-
-def open_entry(tenant_id: uuid.UUID, app_id: uuid.UUID, version: int) -> RunEntry:
-    """The run entry the panel was rendered for, with its application, while it is still open at
-    that version (one statement); else 409 workbench_entry_closed (removed, disabled, or another
-    live version)."""
-    row = db.session.execute(
-        select(StudioApp, StudioVersion.id, StudioVersion.definition)
-        .join(StudioWorkbenchEntry, and_(StudioWorkbenchEntry.app_id == StudioApp.id,
-                                         StudioWorkbenchEntry.tenant_id == StudioApp.tenant_id))
-        .join(StudioVersion, and_(StudioVersion.app_id == StudioApp.id,
-                                  StudioVersion.version == StudioApp.active_version))
-        .where(StudioWorkbenchEntry.tenant_id == tenant_id, StudioApp.id == app_id, StudioApp.enabled.is_(True),
-               StudioApp.active_version == version)).first()
-    if row is None or "workbench" not in row.definition:
-        raise ApiError("workbench_entry_closed", 409)
-    found, version_id, definition = row
-    return RunEntry(found.id, found.name, version_id, version, definition, found)
-
-
-# --- Customer-data grants --------------------------------------------------------------------------
-
 def _active(member: Member):
     """The conditions of the member's grants in force now."""
     return (StudioDataGrant.tenant_id == member.tenant_id, StudioDataGrant.member_id == member.id,
             StudioDataGrant.revoked_at.is_(None), StudioDataGrant.expires_at > utcnow())
 
 
-def granted_items(member: Member) -> dict[tuple[uuid.UUID, int], set[str]]:
-    """The items the member shares with each (application, version): one statement, for the request."""
-    cache = g.setdefault(GRANTS, {})
+def _open(member: Member, *columns):
+    """The member's open run entries as `columns`, their live version's id and definition, and
+    the items the member shares with that version (comma-separated, or NULL)."""
+    granted = select(func.aggregate_strings(StudioDataGrant.item, ",")).where(
+        *_active(member), StudioDataGrant.app_id == StudioApp.id,
+        StudioDataGrant.version == StudioVersion.version).scalar_subquery()
+    return (select(*columns, StudioVersion.id, StudioVersion.version, StudioVersion.definition, granted)
+            .join(StudioWorkbenchEntry, and_(StudioWorkbenchEntry.app_id == StudioApp.id,
+                                             StudioWorkbenchEntry.tenant_id == StudioApp.tenant_id))
+            .join(StudioVersion, and_(StudioVersion.app_id == StudioApp.id,
+                                      StudioVersion.version == StudioApp.active_version))
+            .where(StudioWorkbenchEntry.tenant_id == member.tenant_id, StudioApp.enabled.is_(True)))
+
+
+def _items(text: str | None) -> frozenset[str]:
+    return frozenset(text.split(",")) if text else frozenset()
+
+
+def run_entries(member: Member) -> list[RunEntry]:
+    """The open run entries of the member's tenant in workbench order, with the member's grants:
+    one statement of plain columns, kept for the request."""
+    cache = g.setdefault(RUN_ENTRIES, {})
     if member.id not in cache:
-        found: dict[tuple[uuid.UUID, int], set[str]] = {}
-        for app_id, version, item in db.session.execute(select(
-                StudioDataGrant.app_id, StudioDataGrant.version, StudioDataGrant.item).where(*_active(member))):
-            found.setdefault((app_id, version), set()).add(item)
-        cache[member.id] = found
+        rows = db.session.execute(_open(member, StudioApp.id, StudioApp.name).order_by(StudioWorkbenchEntry.position))
+        cache[member.id] = [RunEntry(app_id, name, version_id, version, definition, _items(granted))
+                            for app_id, name, version_id, version, definition, granted in rows
+                            if "workbench" in definition]
     return cache[member.id]
 
 
-def set_grants(member: Member, entry: RunEntry, items: set[str]) -> None:
+def open_entry(member: Member, app_id: uuid.UUID, version: int) -> RunEntry:
+    """The run entry the panel was rendered for, with its application, while it is still open at
+    that version (one statement); else 409 workbench_entry_closed (removed, disabled, or another
+    live version)."""
+    row = db.session.execute(_open(member, StudioApp).where(StudioApp.id == app_id,
+                                                           StudioApp.active_version == version)).first()
+    if row is None or "workbench" not in row.definition:
+        raise ApiError("workbench_entry_closed", 409)
+    found, version_id, _, definition, granted = row
+    return RunEntry(found.id, found.name, version_id, version, definition, _items(granted), found)
+
+
+# --- Customer-data grants --------------------------------------------------------------------------
+
+def set_grants(member: Member, entry: RunEntry, items: set[str]) -> RunEntry:
     """Share exactly `items` of the selected customer's profile with this version's form: new items
-    are granted for 90 days, items left out are revoked; both are audited. Flushes only."""
+    are granted for 90 days, items left out are revoked; both are audited. Flushes only; returns
+    the entry as it now stands."""
     if not items <= set(GRANT_ITEMS):
         raise ApiError("invalid_form", 400)
-    app_id, version = entry.app_id, entry.version
-    current = granted_items(member).get((app_id, version), set())
+    app_id, version, current = entry.app_id, entry.version, entry.granted
     now = utcnow()
     for item in sorted(items - current):
         db.session.add(StudioDataGrant(tenant_id=member.tenant_id, app_id=app_id, version=version,
@@ -183,7 +180,8 @@ def set_grants(member: Member, entry: RunEntry, items: set[str]) -> None:
                       "days": GRANT_DAYS})
     if dropped:
         _audit_revoked(member, app_id, sorted(dropped), version)
-    g.pop(GRANTS, None)
+    g.pop(RUN_ENTRIES, None)
+    return replace(entry, granted=frozenset(items))
 
 
 def revoke_all(member: Member, app_id: uuid.UUID) -> None:
@@ -193,7 +191,7 @@ def revoke_all(member: Member, app_id: uuid.UUID) -> None:
                                .values(revoked_at=utcnow()))
     if ended.rowcount:
         _audit_revoked(member, app_id, "all")
-    g.pop(GRANTS, None)
+    g.pop(RUN_ENTRIES, None)
 
 
 def _audit_revoked(member: Member, app_id: uuid.UUID, items, version: int | None = None) -> None:
@@ -226,7 +224,7 @@ def analyze_intent(member: Member, app_id: uuid.UUID, version: int, conversation
     """Label the conversation with the version's intent labels after the agent confirmed; writes
     only the AI points ledger and the audit log. 409 intent_not_configured; 429
     intent_rate_limited (10 per agent per minute); the model's own errors pass through."""
-    entry = open_entry(member.tenant_id, app_id, version)
+    entry = open_entry(member, app_id, version)
     if "intent" not in entry.definition:
         raise ApiError("intent_not_configured", 409)
     window = hit_fixed_window(get_redis(), f"studio:intent:{member.id}", INTENT_PER_MEMBER_PER_MINUTE)

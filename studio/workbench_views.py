@@ -47,12 +47,12 @@ class WorkbenchTools:
 
     def styles(self, member: Member) -> list[Style]:
         return [Style(str(entry.app_id), entry.title, entry.settings)
-                for entry in workbench.run_entries(member.tenant_id)]
+                for entry in workbench.run_entries(member)]
 
     def tools(self, member: Member, conversation: Conversation) -> list[Tool]:
         csrf = generate_csrf()
         return [Tool(_tool(entry, member, conversation, csrf), entry.settings.get("tools_position", "after_profile"))
-                for entry in workbench.run_entries(member.tenant_id)]
+                for entry in workbench.run_entries(member)]
 
 
 def _macros():
@@ -91,7 +91,7 @@ def _tool(entry: workbench.RunEntry, member: Member, conversation: Conversation,
     """One application's tool for the conversation: the data sharing, the shared items of this
     conversation's customer (read only when something is shared), the form with a new
     idempotency key (a new form instance), the intent button."""
-    items = frozenset(workbench.granted_items(member).get((entry.app_id, entry.version), ()))
+    items = entry.granted
     skeleton = _kept(_SKELETONS, (entry.version_id, items), lambda: str(_macros().tool(
         entry, items, workbench.ITEM_LABELS, _record_form(entry, CONVERSATION, CSRF, KEY), CONVERSATION, CSRF,
         SHARED, NOTICE)))
@@ -136,7 +136,7 @@ def submit(app_id: uuid.UUID):
     answer is the form again: empty with a new key, or as submitted with what was wrong."""
     member, conversation, version = _used_in()
     try:
-        entry = workbench.open_entry(member.tenant_id, app_id, version)
+        entry = workbench.open_entry(member, app_id, version)
         key = parse_uuid(request.form.get("idempotency_key", ""), "invalid_idempotency_key")
         _, replayed = workbench.submit(member, entry, conversation,
                                        form_to_input(entry.definition, request.form), key)
@@ -144,7 +144,7 @@ def submit(app_id: uuid.UUID):
         if err.code in ("workbench_entry_closed", "extension_not_active"):
             return _closed(app_id, conversation)
         db.session.rollback()
-        entry = workbench.open_entry(member.tenant_id, app_id, version)
+        entry = workbench.open_entry(member, app_id, version)
         message = SUBMIT_ERRORS.get(err.code)
         html = _record_form(entry, conversation.id, generate_csrf(), request.form.get("idempotency_key", ""),
                             values=request.form, error=err, error_message=message)
@@ -161,8 +161,8 @@ def grant(app_id: uuid.UUID):
     """Share exactly the ticked items of the selected customer's profile with this form."""
     member, conversation, version = _used_in()
     try:
-        entry = workbench.open_entry(member.tenant_id, app_id, version)
-        workbench.set_grants(member, entry, set(request.form.getlist("items")))
+        entry = workbench.set_grants(member, workbench.open_entry(member, app_id, version),
+                                     set(request.form.getlist("items")))
     except ApiError as err:
         if err.code == "workbench_entry_closed":
             return _closed(app_id, conversation)
@@ -181,7 +181,7 @@ def revoke(app_id: uuid.UUID):
     db.session.commit()
     notice = "Data authorization revoked: no customer data shows beside this form."
     try:
-        entry = workbench.open_entry(member.tenant_id, app_id, version)
+        entry = workbench.open_entry(member, app_id, version)
     except ApiError:
         return _closed(app_id, conversation)
     return _answer(conversation, _tool(entry, member, conversation, generate_csrf(), notice), message=notice)

@@ -157,7 +157,7 @@ def _workbench_tool(browser, tenant, admin, settings: dict) -> str:
         assert browser.post(f"/api/extensions{path}", json=body, headers=ORIGIN).status_code < 300
     found = get_app(tenant.id, uuid.UUID(app_id))
     add_to_workbench(found, admin.user_id)
-    set_grants(admin, open_entry(tenant.id, found.id, 1), {"name", "contact", "note"})
+    set_grants(admin, open_entry(admin, found.id, 1), {"name", "contact", "note"})
     db.session.commit()
     return app_id
 
