@@ -3,7 +3,7 @@ entries, agents' per-item customer-data grants, and submissions and intent analy
 
 A run entry is open while the application is in the tenant's workbench list, enabled, and its live
 version carries `workbench` settings; anything else ends it at once, and the panel's next request
-is refused with `409 workbench_entry_closed`. Grants only decide what the panel shows beside the
+is refused (`workbench_entry_closed`). Grants only decide what the panel shows beside the
 form: profile data is never put into a submission, a script, a prompt or an outside request.
 """
 import uuid
@@ -37,7 +37,6 @@ class RunEntry:
     customer-data items the member shares with that version."""
 
     app_id: uuid.UUID
-    name: str
     version_id: uuid.UUID
     version: int
     definition: dict
@@ -50,7 +49,7 @@ class RunEntry:
 
     @property
     def title(self) -> str:
-        return self.settings.get("title") or self.name
+        return self.settings.get("title") or self.definition["name"]
 
 
 # --- The administrator's list ---------------------------------------------------------------------
@@ -135,10 +134,9 @@ def run_entries(member: Member) -> list[RunEntry]:
     one statement of plain columns, kept for the request."""
     cache = g.setdefault(RUN_ENTRIES, {})
     if member.id not in cache:
-        rows = db.session.execute(_open(member, StudioApp.id, StudioApp.name).order_by(StudioWorkbenchEntry.position))
-        cache[member.id] = [RunEntry(app_id, name, version_id, version, definition, _items(granted))
-                            for app_id, name, version_id, version, definition, granted in rows
-                            if "workbench" in definition]
+        rows = db.session.execute(_open(member, StudioApp.id).order_by(StudioWorkbenchEntry.position))
+        cache[member.id] = [RunEntry(app_id, version_id, version, definition, _items(granted))
+                            for app_id, version_id, version, definition, granted in rows if "workbench" in definition]
     return cache[member.id]
 
 
@@ -151,7 +149,7 @@ def open_entry(member: Member, app_id: uuid.UUID, version: int) -> RunEntry:
     if row is None or "workbench" not in row.definition:
         raise ApiError("workbench_entry_closed", 409)
     found, version_id, _, definition, granted = row
-    return RunEntry(found.id, found.name, version_id, version, definition, _items(granted), found)
+    return RunEntry(found.id, version_id, version, definition, _items(granted), found)
 
 
 # --- Customer-data grants --------------------------------------------------------------------------
@@ -214,8 +212,9 @@ def shared_profile(customer: Customer, items: set[str]) -> list[tuple[str, str]]
 # --- Using the form and the intent tool -------------------------------------------------------------
 
 def submit(member: Member, entry: RunEntry, conversation: Conversation, raw_input: object, key: uuid.UUID):
-    """Save the panel's submission (`entry` from `open_entry`) through the console's record service, with the submitting
-    agent and the conversation recorded; returns (record, replayed). Flushes only."""
+    """Save the panel's submission (`entry` from `open_entry`) through the console's record
+    service, with the submitting agent and the conversation recorded; returns (record, replayed).
+    Flushes only."""
     return records.create_record(entry.app, member.user_id, entry.version, raw_input, key,
                                  conversation_id=conversation.id, live_definition=entry.definition)
 

@@ -13,7 +13,7 @@ from core.forms import form_integer
 from core.web import close_when_off, htmx
 from desk.conversations import get_conversation
 from desk.models import Conversation, Member
-from desk.panels import Style, Tool
+from desk.panels import AFTER, Style, Tool
 from desk.sessions import current_member, workbench_required
 from studio import workbench
 from studio.forms import form_to_input
@@ -51,7 +51,7 @@ class WorkbenchTools:
 
     def tools(self, member: Member, conversation: Conversation) -> list[Tool]:
         csrf = generate_csrf()
-        return [Tool(_tool(entry, member, conversation, csrf), entry.settings.get("tools_position", "after_profile"))
+        return [Tool(_tool(entry, member, conversation, csrf), entry.settings.get("tools_position", AFTER))
                 for entry in workbench.run_entries(member)]
 
 
@@ -143,8 +143,7 @@ def submit(app_id: uuid.UUID):
     except ApiError as err:
         if err.code in ("workbench_entry_closed", "extension_not_active"):
             return _closed(app_id, conversation)
-        db.session.rollback()
-        entry = workbench.open_entry(member, app_id, version)
+        db.session.rollback()  # `entry` holds plain values: the form is shown again from them
         message = SUBMIT_ERRORS.get(err.code)
         html = _record_form(entry, conversation.id, generate_csrf(), request.form.get("idempotency_key", ""),
                             values=request.form, error=err, error_message=message)

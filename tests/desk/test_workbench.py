@@ -8,6 +8,7 @@ from sqlalchemy import update
 from core.clock import iso, utcnow
 from core.db import db
 from desk.models import Conversation, Customer, Message
+from desk.panels import PANELS
 from tests.conftest import seat
 from tests.rules.test_runs_pages import _statements
 
@@ -208,3 +209,12 @@ def test_a_deactivated_agents_poll_is_refused_and_says_nothing_of_the_tenant(age
     db.session.commit()
     response = agent_client.get("/workbench/changes", query_string={"since": since})
     assert response.status_code in (302, 403) and b"conversation_ids" not in response.data
+
+
+def test_without_a_panel_provider_the_workbench_has_no_tools_and_no_style_choice(app, agent_client, tenant,
+                                                                              monkeypatch):
+    monkeypatch.delitem(app.extensions, PANELS)
+    conversation = _conversation(tenant, "Plain Paula")
+    page = agent_client.get(f"/workbench/conversations/{conversation.id}").get_data(as_text=True)
+    assert "Forms an administrator adds to the workbench show here." in page
+    assert 'id="workbench-style"' not in page and 'class="workbench" id="workbench"' in page
