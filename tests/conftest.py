@@ -26,7 +26,7 @@ from app.cli import init_migrations
 from core import egress
 from core.config import PROJECT_ROOT
 from core.db import db
-from desk.models import Member, Tenant
+from desk.models import Conversation, Customer, Member, Message, Tenant
 from desk.tenancy import add_member, create_tenant
 from core.queue_names import SCRIPTS
 from tests.peers import HttpsReceiver
@@ -134,6 +134,20 @@ def seat(tenant: Tenant, role: str, email: str | None = None) -> Member:
                         PASSWORD, role, f"{role.title()} Person")
     db.session.commit()
     return member
+
+
+def customer_conversation(tenant: Tenant, text: str = "hello", **customer) -> Conversation:
+    """A new customer (`customer`: name and any profile fields) with one conversation holding one
+    inbound message; committed."""
+    found = Customer(tenant_id=tenant.id, **customer)
+    db.session.add(found)
+    db.session.flush()
+    conversation = Conversation(tenant_id=tenant.id, customer_id=found.id)
+    db.session.add(conversation)
+    db.session.flush()
+    db.session.add(Message(tenant_id=tenant.id, conversation_id=conversation.id, direction="inbound", text=text))
+    db.session.commit()
+    return conversation
 
 
 @pytest.fixture

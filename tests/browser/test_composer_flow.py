@@ -8,7 +8,7 @@ from core.db import db
 from desk.models import Message
 from desk.quick_replies import add_reply
 from tests.browser.test_console_flow import _log_in
-from tests.browser.test_workbench_flow import conversation_of
+from tests.conftest import customer_conversation
 
 ENTER = {"key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "nativeVirtualKeyCode": 13}
 CTRL, META = 2, 4  # CDP modifier bits
@@ -22,7 +22,7 @@ def sent() -> list[str]:
 @pytest.fixture
 def composer(page, live_server, tenant, agent):
     """The agent's workbench with a conversation open; the Reply box focused."""
-    conversation_of(tenant, "Olga Customer", text="Where is my parcel?")
+    customer_conversation(tenant, "Where is my parcel?", name="Olga Customer")
     _log_in(page, live_server, agent.user.email)
     page.get_by_role("link", name="Olga Customer").click()
     box = page.get_by_role("textbox", name="Reply")

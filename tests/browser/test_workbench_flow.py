@@ -9,10 +9,11 @@ from playwright.sync_api import expect
 from core.crypto import hmac_sha256_hex
 from core.db import db
 from desk.channels import create_channel
-from desk.models import Conversation, Customer, Message
 from tests.browser.test_console_flow import _log_in
+from tests.conftest import customer_conversation
 
 PHONE = {"width": 390, "height": 844}
+PHONE_NUMBER = "+86 139 1234 5678"
 LIVE_WAIT_MS = 12_000  # the page polls every 3 s
 
 
@@ -35,18 +36,6 @@ def post_inbound(base: str, channel, message_id: str, text: str, name: str = "Wa
     assert answer.status_code in (200, 201), answer.text
 
 
-def conversation_of(tenant, name: str, text: str = "hello") -> Conversation:
-    customer = Customer(tenant_id=tenant.id, name=name, phone="+86 139 1234 5678")
-    db.session.add(customer)
-    db.session.flush()
-    found = Conversation(tenant_id=tenant.id, customer_id=customer.id)
-    db.session.add(found)
-    db.session.flush()
-    db.session.add(Message(tenant_id=tenant.id, conversation_id=found.id, direction="inbound", text=text))
-    db.session.commit()
-    return found
-
-
 def test_a_message_posted_to_the_inbound_endpoint_appears_in_an_open_workbench_without_reload(
         page, live_server, tenant, agent, channel):
     post_inbound(live_server, channel, "m-1", "第一条消息")
@@ -62,7 +51,7 @@ def test_a_message_posted_to_the_inbound_endpoint_appears_in_an_open_workbench_w
 
 
 def test_assign_to_me_and_resolve_update_the_list(page, live_server, tenant, agent):
-    conversation_of(tenant, "Olga Customer")
+    customer_conversation(tenant, name="Olga Customer")
     _log_in(page, live_server, agent.user.email)
     listed = page.get_by_role("link", name="Olga Customer")
     expect(listed).to_contain_text("Unassigned")
@@ -79,7 +68,7 @@ def test_assign_to_me_and_resolve_update_the_list(page, live_server, tenant, age
 
 def test_j_and_k_move_through_the_list_but_not_while_typing(page, live_server, tenant, admin):
     for name in ("First Customer", "Second Customer", "Third Customer"):
-        conversation_of(tenant, name)
+        customer_conversation(tenant, name=name)
     _log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/workbench")
     links = page.get_by_role("list", name="Open conversations").get_by_role("link")
@@ -100,7 +89,7 @@ def test_j_and_k_move_through_the_list_but_not_while_typing(page, live_server, t
 
 
 def test_on_a_phone_choosing_a_conversation_opens_the_customer_drawer_first(page, live_server, tenant, agent):
-    conversation_of(tenant, "Olga Customer", text="my parcel is late")
+    customer_conversation(tenant, "my parcel is late", name="Olga Customer", phone=PHONE_NUMBER)
     page.set_viewport_size(PHONE)
     _log_in(page, live_server, agent.user.email)
     details = page.get_by_role("complementary", name="Customer details")
@@ -108,7 +97,7 @@ def test_on_a_phone_choosing_a_conversation_opens_the_customer_drawer_first(page
     expect(details).to_be_hidden()
     page.get_by_role("link", name="Olga Customer").click()
     expect(details).to_be_visible()
-    expect(details).to_contain_text("+86 139 1234 5678")
+    expect(details).to_contain_text(PHONE_NUMBER)
     expect(thread).to_be_hidden()
     page.get_by_role("tab", name="Thread").click()
     expect(thread).to_contain_text("my parcel is late")

@@ -13,7 +13,8 @@ from core.db import db
 from desk.models import AiPointsEntry, Conversation, ConversationEvent, Customer, Message
 from studio.models import StudioRecord
 from tests.browser.test_console_flow import _log_in
-from tests.studio.test_workbench_tools import OTHER, PROFILE, WORKBENCH, _customer_conversation, _publish
+from tests.conftest import customer_conversation
+from tests.studio.test_workbench_tools import OTHER, PROFILE, WORKBENCH, _publish
 from tests.studio.conftest import sample_definition
 
 PHONE = {"width": 390, "height": 844}
@@ -62,7 +63,7 @@ def _count(model) -> int:
 
 def test_an_agent_submits_the_added_form_and_the_administrator_sees_it_in_the_ledger(
         page, agent_page, live_server, added, agent, tenant):
-    conversation = _customer_conversation(tenant, PROFILE)
+    conversation = customer_conversation(tenant, "I want my money back", **PROFILE)
     tool = _open(agent_page, live_server, conversation)
     tool.get_by_label("Title").fill("Refund for order 42")
     tool.get_by_label("Amount").fill("180")
@@ -89,7 +90,7 @@ def test_an_agent_submits_the_added_form_and_the_administrator_sees_it_in_the_le
 
 def test_customer_data_is_shared_item_by_item_for_the_selected_customer_only(agent_page, live_server, added, tenant,
                                                                             api):
-    first, second = _customer_conversation(tenant, PROFILE), _customer_conversation(tenant, OTHER)
+    first, second = customer_conversation(tenant, "I want my money back", **PROFILE), customer_conversation(tenant, "I want my money back", **OTHER)
     tool = _open(agent_page, live_server, first)
     expect(tool).not_to_contain_text(PROFILE["support_note"])  # the plain form until the agent shares
     share = tool.get_by_role("group", name="Share customer data with this form")
@@ -122,7 +123,7 @@ def test_customer_data_is_shared_item_by_item_for_the_selected_customer_only(age
 
 def test_intent_analysis_asks_for_confirmation_and_writes_nothing(agent_page, live_server, added, tenant,
                                                                  model_server):
-    conversation = _customer_conversation(tenant, PROFILE)
+    conversation = customer_conversation(tenant, "I want my money back", **PROFILE)
     tool = _open(agent_page, live_server, conversation)
     tool.get_by_role("button", name="Analyze intent").click()
     dialog = agent_page.get_by_role("dialog", name="Analyze intent")
@@ -141,7 +142,7 @@ def test_intent_analysis_asks_for_confirmation_and_writes_nothing(agent_page, li
 
 
 def test_the_style_selector_switches_theme_and_density_and_restores_defaults(agent_page, live_server, added, tenant):
-    conversation = _customer_conversation(tenant, PROFILE)
+    conversation = customer_conversation(tenant, "I want my money back", **PROFILE)
     _open(agent_page, live_server, conversation)
     workbench = agent_page.locator("#workbench")
     agent_page.get_by_label("Workbench style").select_option(label="Refund desk")
@@ -158,7 +159,7 @@ def test_the_style_selector_switches_theme_and_density_and_restores_defaults(age
 
 
 def test_removing_the_app_closes_the_open_panels_next_submission(page, agent_page, live_server, added, tenant):
-    conversation = _customer_conversation(tenant, PROFILE)
+    conversation = customer_conversation(tenant, "I want my money back", **PROFILE)
     tool = _open(agent_page, live_server, conversation)
     tool.get_by_label("Title").fill("Too late")
     page.get_by_role("button", name="Remove from workbench").click()
@@ -170,7 +171,7 @@ def test_removing_the_app_closes_the_open_panels_next_submission(page, agent_pag
 
 def test_a_phone_opens_the_customer_drawer_first_with_the_profile_above_the_tools(agent_page, live_server, added,
                                                                                   tenant):
-    conversation = _customer_conversation(tenant, PROFILE)
+    conversation = customer_conversation(tenant, "I want my money back", **PROFILE)
     agent_page.set_viewport_size(PHONE)
     tool = _open(agent_page, live_server, conversation)
     expect(agent_page.get_by_role("complementary", name="Customer details")).to_be_visible()
@@ -183,7 +184,7 @@ def test_a_phone_opens_the_customer_drawer_first_with_the_profile_above_the_tool
 @pytest.mark.parametrize("size", [None, PHONE], ids=["desktop", "phone"])
 def test_axe_finds_no_wcag_violation_on_the_workbench_with_a_panel_open(agent_page, live_server, added, tenant,
                                                                         size):
-    conversation = _customer_conversation(tenant, PROFILE)
+    conversation = customer_conversation(tenant, "I want my money back", **PROFILE)
     if size:
         agent_page.set_viewport_size(size)
     tool = _open(agent_page, live_server, conversation)

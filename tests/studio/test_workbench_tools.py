@@ -14,7 +14,7 @@ from core.db import db
 from desk.models import AiPointsEntry, Conversation, ConversationEvent, Customer, Member, Message
 from studio.models import StudioDataGrant, StudioRecord, StudioWorkbenchEntry
 from studio.workbench import MAX_APPS
-from tests.conftest import csrf_from, login, seat
+from tests.conftest import csrf_from, customer_conversation, login, seat
 from tests.rules.test_runs_pages import _statements
 from tests.studio.conftest import sample_definition
 
@@ -26,21 +26,9 @@ OTHER = {"name": "Yolanda Other", "phone": "+86 137 0000 1111", "email": "yoland
          "support_note": "OTHER-NOTE-4410"}
 
 
-def _customer_conversation(tenant, profile: dict, text: str = "I want my money back") -> Conversation:
-    customer = Customer(tenant_id=tenant.id, **profile)
-    db.session.add(customer)
-    db.session.flush()
-    conversation = Conversation(tenant_id=tenant.id, customer_id=customer.id)
-    db.session.add(conversation)
-    db.session.flush()
-    db.session.add(Message(tenant_id=tenant.id, conversation_id=conversation.id, direction="inbound", text=text))
-    db.session.commit()
-    return conversation
-
-
 @pytest.fixture
 def conversation(tenant) -> Conversation:
-    return _customer_conversation(tenant, PROFILE)
+    return customer_conversation(tenant, "I want my money back", **PROFILE)
 
 
 def _publish(api, definition: dict, app_id: str | None = None, sample: dict | None = None, **publish) -> str:
@@ -212,7 +200,7 @@ def test_a_retried_form_instance_replays_and_a_new_instance_gets_a_new_key(agent
 
 
 def test_every_page_view_is_a_new_form_instance_for_the_conversation_shown(agent_client, tool, conversation, tenant):
-    other = _customer_conversation(tenant, OTHER)
+    other = customer_conversation(tenant, "I want my money back", **OTHER)
     first, again = (_tool_html(_panel(agent_client, conversation), tool) for _ in range(2))
     assert _key(first) != _key(again)
     for shown in (conversation, other, conversation):
@@ -284,7 +272,7 @@ def test_no_variable_substitution_in_the_panel(api, admin_client, agent_client, 
 def test_another_tenants_app_or_conversation_is_never_reachable_from_the_panel(api, agent_client, tool, conversation,
                                                                               other_tenant):
     page = _panel(agent_client, conversation)
-    foreign = _customer_conversation(other_tenant, OTHER)
+    foreign = customer_conversation(other_tenant, "I want my money back", **OTHER)
     answer = _submit(agent_client, tool, page, foreign, f_title="x")
     assert answer.status_code == 404 and OTHER["name"] not in answer.get_data(as_text=True)
     stranger = _submit(agent_client, uuid.uuid4(), page, conversation, key=str(uuid.uuid4()), f_title="x")
@@ -301,7 +289,7 @@ def test_only_granted_items_of_the_selected_customer_show_beside_the_form(agent_
     assert PROFILE["name"] in answer and PROFILE["support_note"] in answer
     assert PROFILE["phone"] not in answer and PROFILE["email"] not in answer
     assert "Copy name" in answer and "Copy internal note" in answer and "Copy contact data" not in answer
-    other = _customer_conversation(tenant, OTHER)
+    other = customer_conversation(tenant, "I want my money back", **OTHER)
     swapped = _tool_html(_panel(agent_client, other), tool)
     assert OTHER["name"] in swapped and PROFILE["name"] not in swapped
 
