@@ -19,7 +19,7 @@ from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get
 from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, latest_change, list_conversations,
                         mark_read)
 from desk.models import CONVERSATION_STATUSES, Member, Message
-from desk.panels import chosen_style, provider
+from desk.panels import BEFORE, chosen_style, provider
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
 from desk.search import parse_conditions, parse_resume, search_step
@@ -89,8 +89,11 @@ def _conversation_context(conversation, message: str | None = None) -> dict:
 
 
 def _pane_context(conversation) -> dict:
-    """The conversation's thread and details with the tools of the side panel."""
-    return {**_conversation_context(conversation), "tools": provider().tools(current_member(), conversation)}
+    """The conversation's thread and details with the tools of the side panel, before and after
+    the customer's profile."""
+    tools = provider().tools(current_member(), conversation)
+    return {**_conversation_context(conversation), "tools_before": [t for t in tools if t.position == BEFORE],
+            "tools_after": [t for t in tools if t.position != BEFORE]}
 
 
 def _page(conversation=None, search: dict | None = None):

@@ -302,6 +302,15 @@ def test_grants_are_per_agent(app, tenant, agent_client, tool, conversation):
     assert not any(PROFILE[k] in _tool_html(_panel(client, conversation), tool) for k in PROFILE)
 
 
+def test_grants_are_per_application(api, admin_client, agent_client, tool, conversation):
+    other = _publish(api, sample_definition(name="Other", workbench={"title": "Other tool"}))
+    _add(admin_client, other)
+    _grant(agent_client, tool, _panel(agent_client, conversation), conversation, ["name", "contact", "note"])
+    page = _panel(agent_client, conversation)
+    assert PROFILE["name"] in _tool_html(page, tool)
+    assert not any(PROFILE[k] in _tool_html(page, other) for k in PROFILE)
+
+
 def test_a_grant_lapses_after_90_days(agent_client, tool, conversation):
     _grant(agent_client, tool, _panel(agent_client, conversation), conversation, ["name"])
     grant = db.session.scalar(select(StudioDataGrant))
