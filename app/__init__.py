@@ -34,8 +34,9 @@ def _check_timing(cfg) -> None:
     names both values): each package checks its own."""
     from core import delivery
     from rules import scheduler
-    from studio import generation, records
+    from studio import actions, generation, records
 
+    actions.check_timing(cfg)
     generation.check_timing(cfg)
     records.check_timing()
     delivery.check_timing(cfg)
@@ -79,6 +80,7 @@ def _register_blueprints(app: Flask) -> None:
     import desk.auth
     import desk.channel_views
     import desk.knowledge_views
+    import desk.marketing_views
     import desk.quick_reply_views
     import desk.workbench
     import openapi.api
@@ -86,6 +88,7 @@ def _register_blueprints(app: Flask) -> None:
     import rules.api
     import rules.run_views
     import rules.views
+    import studio.action_views
     import studio.api
     import studio.usage_views
     import studio.views
@@ -93,7 +96,8 @@ def _register_blueprints(app: Flask) -> None:
 
     for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.api, rules.views,
                    rules.run_views, openapi.api, openapi.views, studio.usage_views, desk.knowledge_views,
-                   desk.quick_reply_views, desk.channel_views, studio.workbench_views):
+                   desk.quick_reply_views, desk.channel_views, studio.workbench_views, studio.action_views,
+                   desk.marketing_views):
         app.register_blueprint(module.bp)
 
 

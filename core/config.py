@@ -104,6 +104,7 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         "WEBHOOK_LEASE_SECONDS": 60,
         "MODEL_CONNECT_TIMEOUT": 5.0,  # seconds to connect to the model server (core/model.py)
         "MODEL_READ_TIMEOUT": 60.0,  # seconds the model server may stay silent while answering
+        "ACTION_TIMEOUT_SECONDS": 10.0,  # a record action's POST, DNS to last byte (spec: about 10 s)
         "GENERATION_WAIT_SECONDS": 20.0,  # POST /generate waits this long, then answers 202 to poll
         "OPEN_API_RATE_LIMIT": 60,  # per application per natural minute (spec); the schema fuzz raises it
         # Unset: every fixed-window limit counts in its own window (the spec's natural minutes).

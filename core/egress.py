@@ -154,6 +154,14 @@ def _resolve_by(target: Target, deadline: float) -> str:
         raise EgressFailed("timeout") from None
 
 
+def check_endpoint(url: str, timeout: float = 5.0) -> Target:
+    """Check an address an administrator binds: its shape, and that its host resolves, within
+    `timeout`, to public IPv4 addresses only (`post` checks both again at every use)."""
+    target = check_url(url)
+    _resolve_by(target, time.monotonic() + timeout)
+    return target
+
+
 @cache
 def tls_context(bundle: str) -> ssl.SSLContext:
     """One verifying client context per CA bundle, shared by every connection of the process:

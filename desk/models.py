@@ -327,6 +327,7 @@ class MarketingDraft(UUIDPrimaryKey, Base):
     official_account_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("official_account.id"))
     title: Mapped[str] = mapped_column(String(200))
     body: Mapped[str] = mapped_column(Text)
+    audience_tag: Mapped[str | None] = mapped_column(String(200))  # None: all eligible opted-in recipients
     source: Mapped[str] = mapped_column(String(40))
     source_ref: Mapped[str | None] = mapped_column(String(200))
     status: Mapped[str] = mapped_column(String(20), default="draft")

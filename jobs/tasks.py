@@ -61,6 +61,13 @@ def deliver_reply(delivery_id: str) -> str:
     return outbound.deliver(delivery_id)
 
 
+def run_action(run_id: str) -> str:
+    """Send one record action run to its bound address (queue `webhooks`; never retried once sent)."""
+    from studio import actions
+
+    return actions.execute(uuid.UUID(run_id))
+
+
 def process_knowledge(document_id: str) -> bool:
     """Safe processing of a published knowledge document (queue `default`); True when usable."""
     from desk import knowledge

@@ -21,6 +21,7 @@ ENTRY_POINTS = (
     "jobs.tasks.notify_subscriber",  # (event, subscriber, **ids) on events: one subscriber, retried alone
     "jobs.tasks.deliver_webhook",    # (event_id) on webhooks: one delivery attempt
     "jobs.tasks.deliver_reply",      # (delivery_id) on webhooks: one attempt of a reply to its channel
+    "jobs.tasks.run_action",         # (run_id) on webhooks: one record action run, sent at most once
     "jobs.tasks.run_script",         # (source, input_json) on scripts: the runner's sandbox
     "jobs.tasks.process_knowledge",  # (document_id) on default: safe processing of a published body
     "jobs.tasks.run_generation",     # (generation_id) on generation: draft a definition with the model
@@ -33,6 +34,7 @@ TICK_HANDLERS = (
     "openapi.webhooks.sweep",
     "desk.outbound.sweep",
     "studio.generation.sweep",
+    "studio.actions.sweep",
     "rules.plans.sweep",
     "rules.execution.sweep",
     "rules.message_events.sweep",

@@ -9,11 +9,12 @@ from core.db import db
 from core.guards import console_json_body, only_properties
 from core.web import answer_unreachable_stores, close_when_off
 from desk.sessions import admin_console_required, current_member
-from studio import apps, generation, knowledge_ref, records
+from core.queue import commit_then_enqueue
+from studio import actions, apps, generation, knowledge_ref, records
 from core.capabilities import CAPABILITY_VERSION, CATALOG
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, console_overview
 from studio.charts import chart_summaries
-from studio.serialize import app_json, record_json, version_json
+from studio.serialize import app_json, record_json, run_json, version_json
 
 bp = Blueprint("studio_api", __name__, url_prefix="/api/extensions")
 answer_unreachable_stores(bp, "extensions_unavailable")
@@ -182,3 +183,65 @@ def create_record(app_id: uuid.UUID):
                   "external_effects": False}
     db.session.commit()
     return ok(answer)
+
+
+@bp.get("/<uuid:app_id>/actions")
+@admin_console_required
+def action_bindings(app_id: uuid.UUID):
+    """Every version's actions with their latest binding; a bearer token is never returned."""
+    return ok({"actions": [actions.entry_json(entry) for entry in actions.entries(_tenant_app(app_id))]})
+
+
+@bp.post("/<uuid:app_id>/actions")
+@admin_console_required
+def action_operation(app_id: uuid.UUID):
+    """Bind or revoke a version's address, or run an action on a record of the live version."""
+    found = _tenant_app(app_id)
+    body = console_json_body(LIMITS["body_bytes"])
+    operation = body.get("operation")
+    if operation == "run":
+        return _run_action(found, body)
+    if operation != "bind":
+        raise ApiError("invalid_operation", 400, detail="operation")
+    if "enabled" in body:
+        only_properties(body, ("operation", "version", "action_key", "enabled"), ("version", "action_key"))
+        if body["enabled"] is not False:
+            raise ApiError("invalid_json", 400, detail="enabled")
+        binding = actions.revoke(found, current_user.id, _version_number(body["version"]), _action_key(body))
+        db.session.commit()
+        return ok(actions.binding_json(binding, actions.binder_email(binding)))
+    only_properties(body, ("operation", "version", "action_key", "endpoint", "bearer_token", "confirm"),
+                    ("version", "action_key", "endpoint", "confirm"))
+    _confirmed(body)
+    binding = actions.bind(found, current_user.id, _version_number(body["version"]), _action_key(body),
+                           body["endpoint"], body.get("bearer_token"))
+    db.session.commit()
+    return ok(actions.binding_json(binding, current_user.email), 201)
+
+
+def _run_action(found, body: dict):
+    """Run an action once on a record: 200 with the outcome, 202 while the POST is pending (repeat
+    the request to read it; it never runs twice)."""
+    only_properties(body, ("operation", "version", "record_id", "action_key", "binding_id", "confirm"),
+                    ("version", "record_id", "action_key", "confirm"))
+    _confirmed(body)
+    binding_id = parse_uuid(body["binding_id"], "invalid_binding_id") if "binding_id" in body else None
+    run, replayed, job = actions.request_run(
+        found, current_user.id, _version_number(body["version"]), parse_uuid(body["record_id"], "invalid_record_id"),
+        _action_key(body), binding_id)
+    answer = {**run_json(run), "replayed": replayed}
+    commit_then_enqueue(*([job] if job else []))
+    return ok(answer, 202 if answer["status"] in actions.PENDING else 200)
+
+
+def _action_key(body: dict) -> str:
+    """The action key of a request: a string, else 400 invalid_action_key."""
+    if not isinstance(body["action_key"], str):
+        raise ApiError("invalid_action_key", 400)
+    return body["action_key"]
+
+
+def _confirmed(body: dict) -> None:
+    """Binding and running need `confirm: true` in the request itself."""
+    if body["confirm"] is not True:
+        raise ApiError("action_confirmation_required", 400)

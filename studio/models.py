@@ -138,3 +138,55 @@ class StudioGeneration(UUIDPrimaryKey, Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+
+
+ACTION_RUN_STATES = ("queued", "sending", "accepted", "failed", "awaiting_verification", "draft_created")
+
+
+class StudioActionBinding(UUIDPrimaryKey, Base):
+    """The fixed public HTTPS address an administrator bound to one http action of one version,
+    with an optional bearer token (Fernet-encrypted). A new address or a new version is a new
+    binding; at most one binding per version and action is enabled."""
+
+    __tablename__ = "studio_action_binding"
+    __table_args__ = (Index("ix_studio_action_binding_app_id_version", "app_id", "version", "action_key"),)
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    app_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("studio_app.id"))
+    version: Mapped[int]
+    action_key: Mapped[str] = mapped_column(String(32))
+    endpoint: Mapped[str] = mapped_column(Text)
+    endpoint_host: Mapped[str] = mapped_column(String(255))
+    bearer_token: Mapped[str | None] = mapped_column(Text)  # encrypted; never answered or logged
+    enabled: Mapped[bool] = mapped_column(default=True)
+    bound_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    bound_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    revoked_at: Mapped[datetime | None]
+
+
+class StudioActionRun(UUIDPrimaryKey, Base):
+    """The one run of one action on one record: its id, derived from both (studio.actions.action_id),
+    is the `x-service-action-id`; the exact body sent, and the outcome (docs/decisions.md, "Record
+    actions")."""
+
+    __tablename__ = "studio_action_run"
+    __table_args__ = (one_of("status", ACTION_RUN_STATES), Index("ix_studio_action_run_record_id", "record_id"),
+                      Index("ix_studio_action_run_status_created_at", "status", "created_at"))
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
+    app_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("studio_app.id"))
+    record_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("studio_record.id"))
+    version: Mapped[int]
+    action_key: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(20))
+    binding_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("studio_action_binding.id"))
+    body: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(30), default="queued")
+    http_status: Mapped[int | None]
+    error: Mapped[str | None] = mapped_column(String(40))
+    campaign_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("marketing_draft.id"))
+    requested_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]

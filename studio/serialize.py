@@ -1,6 +1,6 @@
 """JSON shapes of applications, versions and records, as the console API returns them."""
 from core.clock import iso
-from studio.models import StudioApp, StudioRecord, StudioVersion
+from studio.models import StudioActionRun, StudioApp, StudioRecord, StudioVersion
 
 
 def app_json(found: StudioApp) -> dict:
@@ -24,3 +24,18 @@ def record_json(record: StudioRecord) -> dict:
     """One saved record with its rule trace."""
     return {"record_id": str(record.id), "version": record.version, "data": record.data,
             "trace": record.trace, "created_at": iso(record.created_at)}
+
+
+def run_json(run: StudioActionRun) -> dict:
+    """A record action's run: its status and, once known, the receiver's answer, the failure or the
+    marketing draft (never the address or the token)."""
+    data = {"run_id": str(run.id), "record_id": str(run.record_id), "version": run.version,
+            "action_key": run.action_key, "kind": run.kind, "status": run.status,
+            "requested_at": iso(run.created_at), "finished_at": iso(run.finished_at)}
+    if run.http_status is not None:
+        data["http_status"] = run.http_status
+    if run.error is not None:
+        data["error"] = run.error
+    if run.campaign_id is not None:
+        data["campaign_id"] = str(run.campaign_id)
+    return data

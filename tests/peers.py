@@ -37,6 +37,9 @@ class HttpsReceiver:
     trickle_over: threading.Event = field(default_factory=threading.Event)  # set once it stopped
     trickled_all: bool | None = None  # whether the client stayed for the whole trickled answer
     keep_alive: bool = False  # answer as HTTP/1.1, offering to keep the connection open
+    in_flight: int = 0  # requests being answered right now
+    most_in_flight: int = 0  # the most ever answered at once
+    counting: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> "HttpsReceiver":
         """Listen on a free loopback port."""
@@ -51,6 +54,16 @@ class HttpsReceiver:
                 return "HTTP/1.1" if receiver.keep_alive else "HTTP/1.0"
 
             def do_POST(self):  # noqa: N802 (http.server's naming)
+                with receiver.counting:
+                    receiver.in_flight += 1
+                    receiver.most_in_flight = max(receiver.most_in_flight, receiver.in_flight)
+                try:
+                    self._answer()
+                finally:
+                    with receiver.counting:
+                        receiver.in_flight -= 1
+
+            def _answer(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 receiver.received.append(Received("POST", self.path, dict(self.headers), body,
                                                   getattr(self.connection, "sni_name", None),

@@ -1,0 +1,442 @@
+"""Record actions: an administrator runs one action of the live version on one saved record, once.
+
+http: the action's declared fields that are filled, as one JSON object, POSTed through the SSRF-safe
+client (`core.egress`, whose rules the address passed when it was bound and passes again at every
+run) to the address bound to that version and action, by a job on the `webhooks` queue; at most 8
+POSTs are in flight platform-wide (a Redis semaphore) and a tenant makes at most 20 attempts a
+minute. campaign: a marketing draft in the desk, made in the request; nothing is sent.
+
+Each (record, action) runs once: its run row is created once (`core.once`) and its id, derived
+from the record and the action, is the `x-service-action-id` the receiver deduplicates by. A run is
+never sent twice: a timeout or an interruption leaves it `awaiting_verification`. States and HTTP
+statuses: docs/decisions.md, "Record actions".
+"""
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+from cryptography.fernet import InvalidToken
+from flask import current_app
+from sqlalchemy import exists, select, update
+
+from core import audit
+from core.api import ApiError
+from core.clock import iso, utcnow
+from core.config import require_shorter
+from core.crypto import decrypt, encrypt
+from core.db import db, end_reads, tenant_row
+from core.egress import EgressFailed, EgressRefused, check_endpoint, post
+from core.limits import Semaphore, hit_fixed_window
+from core.once import CreateOnce
+from core.queue import JobSpec
+from core.queue_names import WEBHOOKS
+from core.redis import get_redis
+from desk import marketing
+from desk.models import User
+from studio.apps import get_version, list_versions
+from studio.catalog import LIMITS
+from studio.models import StudioActionBinding, StudioActionRun, StudioApp, StudioRecord
+
+ACTION_IDS = uuid.UUID("6f1d3c52-8a4e-4b7e-9a55-2f0c1e7d9b31")  # namespace of x-service-action-id
+PENDING = ("queued", "sending")
+SLOT_WAIT_SECONDS = 20  # a job waits this long for one of the platform's slots, then fails unsent
+SLOT_LEASE_SECONDS = 30  # a slot outlives its POST (the transport deadline)
+JOB_SECONDS = 60  # RQ's bound on one run's job: the slot wait and the POST
+STUCK_SECONDS = 120  # a run still `sending` this long after it started was interrupted
+BIND_DNS_SECONDS = 5.0
+ENDPOINT_MAX_CHARS = 2_048
+BEARER_MAX_CHARS = 4_096
+BEARER_RE = re.compile(r"[A-Za-z0-9\-._~+/]+=*", re.ASCII)  # RFC 6750 b64token: nothing a header could split on
+CAMPAIGN_NAME_MAX_CHARS = 200
+USER_AGENT = "CustomStudio-Actions/1"
+RUNS = CreateOnce(StudioActionRun, ("id",))  # the id is derived from the record and the action: action_id
+
+
+def check_timing(cfg: Mapping) -> None:
+    """A POST ends within its slot's lease and its job's bound; the sweeper waits for the job."""
+    timeout = cfg["ACTION_TIMEOUT_SECONDS"]
+    require_shorter(("ACTION_TIMEOUT_SECONDS", timeout), ("studio.actions.SLOT_LEASE_SECONDS", SLOT_LEASE_SECONDS),
+                    "a ninth POST could start while the eighth is still in flight")
+    require_shorter(("the slot wait plus ACTION_TIMEOUT_SECONDS", SLOT_WAIT_SECONDS + timeout),
+                    ("studio.actions.JOB_SECONDS", JOB_SECONDS), "RQ would kill a run waiting for its receiver")
+    require_shorter(("studio.actions.JOB_SECONDS", JOB_SECONDS), ("studio.actions.STUCK_SECONDS", STUCK_SECONDS),
+                    "the sweeper would call a run still in flight interrupted")
+
+
+def action_id(record_id: uuid.UUID, action_key: str) -> uuid.UUID:
+    """The stable id of an action on a record: the run's id and its `x-service-action-id`."""
+    return uuid.uuid5(ACTION_IDS, f"{record_id}:{action_key}")
+
+
+def actions_of(definition: dict) -> dict[str, dict]:
+    """A definition's actions by key."""
+    return {action["key"]: action for action in definition.get("actions", [])}
+
+
+def _action(definition: dict, action_key: str, kind: str | None = None) -> dict:
+    """The definition's action of that key (and kind): 404 when it has none, 400 for the wrong kind."""
+    action = actions_of(definition).get(action_key)
+    if action is None:
+        raise ApiError("not_found", 404)
+    if kind is not None and action["kind"] != kind:
+        raise ApiError("invalid_action_kind", 400)
+    return action
+
+
+# --- bindings -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Entry:
+    """One action of one version, with its latest binding (http) and who made it."""
+
+    version: int
+    live: bool
+    action: dict
+    binding: StudioActionBinding | None
+    bound_by: str | None
+
+
+def entries(found: StudioApp) -> list[Entry]:
+    """Every version's actions, newest version first, with the latest binding of each."""
+    bindings = db.session.execute(
+        select(StudioActionBinding, User.email).outerjoin(User, User.id == StudioActionBinding.bound_by)
+        .where(StudioActionBinding.app_id == found.id, StudioActionBinding.tenant_id == found.tenant_id)
+        .order_by(StudioActionBinding.bound_at.desc(), StudioActionBinding.id)).all()
+    latest: dict = {}
+    for binding, email in bindings:
+        latest.setdefault((binding.version, binding.action_key), (binding, email))
+    live = found.active_version if found.enabled else None
+    return [Entry(v.version, v.version == live, action, *latest.get((v.version, action["key"]), (None, None)))
+            for v in list_versions(found) for action in v.definition.get("actions", [])]
+
+
+def entry_json(entry: Entry) -> dict:
+    """An action and its binding as GET /{id}/actions answers it."""
+    return {"version": entry.version, "live": entry.live, "action_key": entry.action["key"],
+            "title": entry.action["title"], "kind": entry.action["kind"],
+            "binding": binding_json(entry.binding, entry.bound_by) if entry.binding else None}
+
+
+def binding_json(binding: StudioActionBinding, bound_by_email: str | None) -> dict:
+    """What an administrator sees of a binding: the host, never the path, the token or its value."""
+    return {"binding_id": str(binding.id), "version": binding.version, "action_key": binding.action_key,
+            "endpoint_host": binding.endpoint_host, "bearer_token_set": binding.bearer_token is not None,
+            "enabled": binding.enabled, "bound_at": iso(binding.bound_at), "bound_by": bound_by_email,
+            "revoked_at": iso(binding.revoked_at)}
+
+
+def _checked_endpoint(endpoint: object) -> str:
+    """The host of an address that passes the egress rules now: 400 invalid_endpoint naming the rule.
+
+    The DNS lookup holds no transaction (the caller has only read so far)."""
+    if not isinstance(endpoint, str) or not endpoint or len(endpoint) > ENDPOINT_MAX_CHARS:
+        raise ApiError("invalid_endpoint", 400, detail="invalid_url")
+    end_reads()
+    try:
+        return check_endpoint(endpoint, BIND_DNS_SECONDS).host
+    except (EgressRefused, EgressFailed) as refused:
+        raise ApiError("invalid_endpoint", 400, detail=refused.reason) from None
+
+
+def _checked_token(token: object) -> str | None:
+    """An optional bearer token: printable token characters only, else 400 invalid_bearer_token."""
+    if token is None:
+        return None
+    if not isinstance(token, str) or len(token) > BEARER_MAX_CHARS or not BEARER_RE.fullmatch(token):
+        raise ApiError("invalid_bearer_token", 400)
+    return token
+
+
+def _end_current(found: StudioApp, version: int, action_key: str, actor_id: uuid.UUID) -> int:
+    """Disable the enabled binding of a version's action; how many there were (0 or 1)."""
+    return db.session.execute(update(StudioActionBinding).where(
+        StudioActionBinding.app_id == found.id, StudioActionBinding.tenant_id == found.tenant_id,
+        StudioActionBinding.version == version, StudioActionBinding.action_key == action_key,
+        StudioActionBinding.enabled.is_(True)).values(enabled=False, revoked_at=utcnow(), revoked_by=actor_id)).rowcount
+
+
+def _lock(found: StudioApp) -> None:
+    """Serialize the binding changes of one application (its row lock)."""
+    db.session.execute(select(StudioApp.id).where(StudioApp.id == found.id).with_for_update())
+
+
+def bind(found: StudioApp, actor_id: uuid.UUID, version_no: int, action_key: str, endpoint: object,
+         token: object) -> StudioActionBinding:
+    """Bind a public HTTPS address (and an optional bearer token) to a version's http action; a
+    binding already there is replaced, so a new address always needs this confirmed call."""
+    _action(get_version(found, version_no).definition, action_key, "http")
+    secret = _checked_token(token)
+    host = _checked_endpoint(endpoint)
+    _lock(found)
+    _end_current(found, version_no, action_key, actor_id)
+    binding = StudioActionBinding(tenant_id=found.tenant_id, app_id=found.id, version=version_no,
+                                  action_key=action_key, endpoint=endpoint, endpoint_host=host,
+                                  bearer_token=encrypt(secret) if secret else None, bound_by=actor_id)
+    db.session.add(binding)
+    db.session.flush()
+    audit.record(found.tenant_id, actor_id, "studio.action_bound", f"studio_app:{found.id}",
+                 {"version": version_no, "action_key": action_key, "binding_id": str(binding.id),
+                  "endpoint_host": host, "bearer_token_set": secret is not None})
+    return binding
+
+
+def revoke(found: StudioApp, actor_id: uuid.UUID, version_no: int, action_key: str) -> StudioActionBinding:
+    """Disable the enabled binding of a version's http action: 404 when there is none."""
+    _action(get_version(found, version_no).definition, action_key, "http")
+    _lock(found)
+    if not _end_current(found, version_no, action_key, actor_id):
+        raise ApiError("not_found", 404)
+    binding = db.session.scalar(select(StudioActionBinding).where(
+        StudioActionBinding.app_id == found.id, StudioActionBinding.version == version_no,
+        StudioActionBinding.action_key == action_key).order_by(StudioActionBinding.bound_at.desc()).limit(1))
+    audit.record(found.tenant_id, actor_id, "studio.action_revoked", f"studio_app:{found.id}",
+                 {"version": version_no, "action_key": action_key, "binding_id": str(binding.id)})
+    return binding
+
+
+def binder_email(binding: StudioActionBinding) -> str | None:
+    """The e-mail of who bound it."""
+    return db.session.scalar(select(User.email).where(User.id == binding.bound_by)) if binding.bound_by else None
+
+
+def enabled_binding(found: StudioApp, version_no: int, action_key: str) -> StudioActionBinding | None:
+    """The enabled binding of a version's action, if any."""
+    return db.session.scalar(select(StudioActionBinding).where(
+        StudioActionBinding.app_id == found.id, StudioActionBinding.tenant_id == found.tenant_id,
+        StudioActionBinding.version == version_no, StudioActionBinding.action_key == action_key,
+        StudioActionBinding.enabled.is_(True)))
+
+
+# --- what a run sends ---------------------------------------------------------------------------
+
+def _filled(value: object) -> bool:
+    return value is not None and value != ""
+
+
+def http_body(action: dict, data: dict) -> str:
+    """The JSON body: exactly the action's fields that the record has filled, in the action's order;
+    422 action_payload_too_large above 24 KiB."""
+    payload = {key: data[key] for key in action["fields"] if _filled(data.get(key))}
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    if len(body.encode()) > LIMITS["action_payload_bytes"]:
+        raise ApiError("action_payload_too_large", 422)
+    return body
+
+
+def campaign_draft(action: dict, data: dict) -> dict:
+    """The draft a campaign action makes of a record: name, content and audience tag (None: all
+    eligible opted-in recipients); 422 campaign_field_empty naming an unfilled field."""
+    draft = {}
+    for part, name in (("title", "name_field"), ("body", "content_field"), ("audience_tag", "audience_tag_field")):
+        if name not in action:
+            draft[part] = None
+            continue
+        value = data.get(action[name])
+        if not _filled(value):
+            raise ApiError("campaign_field_empty", 422, detail=action[name])
+        draft[part] = value
+    if len(draft["title"]) > CAMPAIGN_NAME_MAX_CHARS:
+        raise ApiError("campaign_name_too_long", 422, detail=action["name_field"])
+    return draft
+
+
+def preview(found: StudioApp, record: StudioRecord) -> list[dict]:
+    """What each action of the live version would do with the record: for the review page."""
+    definition = get_version(found, record.version).definition
+    shown = []
+    for action in definition.get("actions", []):
+        item = {"action": action, "run": find_run(found, record.id, action["key"]), "error": None}
+        try:
+            if action["kind"] == "http":
+                item["body"] = json.dumps(json.loads(http_body(action, record.data)), ensure_ascii=False, indent=2)
+                item["binding"] = enabled_binding(found, record.version, action["key"])
+            else:
+                item["draft"] = campaign_draft(action, record.data)
+        except ApiError as refused:
+            item["error"] = refused
+        shown.append(item)
+    return shown
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+def find_run(found: StudioApp, record_id: uuid.UUID, action_key: str) -> StudioActionRun | None:
+    """The run of an action on a record, if it ran."""
+    return db.session.scalar(select(StudioActionRun).where(
+        StudioActionRun.id == action_id(record_id, action_key), StudioActionRun.tenant_id == found.tenant_id,
+        StudioActionRun.app_id == found.id).execution_options(populate_existing=True))
+
+
+def get_run(found: StudioApp, run_id: uuid.UUID) -> StudioActionRun:
+    """One run of the application, read afresh (404 for a foreign or missing one)."""
+    return tenant_row(StudioActionRun, found.tenant_id, run_id, StudioActionRun.app_id == found.id, fresh=True)
+
+
+def get_record(found: StudioApp, record_id: uuid.UUID) -> StudioRecord:
+    """One record of the application (404 for a foreign or missing one)."""
+    return tenant_row(StudioRecord, found.tenant_id, record_id, StudioRecord.app_id == found.id)
+
+
+def count_attempt(tenant_id: uuid.UUID) -> None:
+    """Count one action attempt of the tenant: 429 action_rate_limited past 20 a minute."""
+    window = hit_fixed_window(get_redis(), f"studio:actions:{tenant_id}",
+                              LIMITS["action_attempts_per_tenant_per_minute"])
+    if not window.allowed:
+        raise ApiError("action_rate_limited", 429, headers={"Retry-After": str(window.reset_after)})
+
+
+def _run_binding(found: StudioApp, version_no: int, action: dict, binding_id: uuid.UUID | None):
+    """The binding an http run names, which must be the enabled one; a campaign names none."""
+    if action["kind"] != "http":
+        if binding_id is not None:
+            raise ApiError("invalid_binding_id", 400)
+        return None
+    if binding_id is None:
+        raise ApiError("required_field_missing", 400, detail="binding_id")
+    binding = tenant_row(StudioActionBinding, found.tenant_id, binding_id, StudioActionBinding.app_id == found.id)
+    if not binding.enabled or binding.version != version_no or binding.action_key != action["key"]:
+        raise ApiError("binding_not_active", 409)
+    return binding
+
+
+def request_run(found: StudioApp, actor_id: uuid.UUID, version_no: int, record_id: uuid.UUID, action_key: str,
+                binding_id: uuid.UUID | None) -> tuple[StudioActionRun, bool, JobSpec | None]:
+    """Run an action of the live version on one of its records, once: (run, replayed, the job to
+    queue after the commit). A repeated request answers the existing run and executes nothing."""
+    record = get_record(found, record_id)
+    existing = find_run(found, record.id, action_key)
+    if existing is not None:
+        return existing, True, None
+    if not found.enabled or found.active_version != version_no:
+        raise ApiError("extension_not_active", 409)
+    if record.version != version_no:
+        raise ApiError("record_not_live", 409)
+    action = _action(get_version(found, version_no).definition, action_key)
+    binding = _run_binding(found, version_no, action, binding_id)
+    if binding is not None:
+        body = http_body(action, record.data)
+    else:
+        draft = campaign_draft(action, record.data)
+        body = json.dumps(draft, ensure_ascii=False, separators=(",", ":"))
+        marketing.campaign_account(found.tenant_id)
+    count_attempt(found.tenant_id)
+    run_id = action_id(record.id, action_key)
+    row, replayed = RUNS.insert({
+        "id": run_id, "tenant_id": found.tenant_id, "app_id": found.id, "record_id": record.id, "version": version_no,
+        "action_key": action_key, "kind": action["kind"], "binding_id": binding.id if binding else None,
+        "body": body, "status": "queued", "requested_by": actor_id})
+    if replayed:  # a concurrent twin of this request won
+        return find_run(found, record.id, action_key), True, None
+    if binding is None:
+        made = marketing.create_draft(found.tenant_id, actor_id, draft["title"], draft["body"], draft["audience_tag"],
+                                      "studio_action", f"{found.id}:{record.id}:{action_key}")
+        _conclude(run_id, ("queued",), "draft_created", campaign_id=made.id)
+        return find_run(found, record.id, action_key), False, None
+    return find_run(found, record.id, action_key), False, _job(run_id)
+
+
+def _job(run_id: uuid.UUID) -> JobSpec:
+    """The job that sends an http run (its id collapses duplicates)."""
+    return JobSpec("jobs.tasks.run_action", (str(run_id),), WEBHOOKS, job_id=f"action-{run_id}",
+                   job_timeout=JOB_SECONDS)
+
+
+def _conclude(run_id: uuid.UUID, from_states: tuple[str, ...], status: str, http_status: int | None = None,
+              error: str | None = None, campaign_id: uuid.UUID | None = None) -> bool:
+    """Give a run its outcome, once, with its audit entry (the caller commits)."""
+    done = db.session.execute(update(StudioActionRun).where(
+        StudioActionRun.id == run_id, StudioActionRun.status.in_(from_states))
+        .values(status=status, http_status=http_status, error=error, campaign_id=campaign_id, finished_at=utcnow())
+        .returning(StudioActionRun.tenant_id, StudioActionRun.requested_by, StudioActionRun.record_id,
+                   StudioActionRun.app_id, StudioActionRun.action_key, StudioActionRun.kind)).first()
+    if done is None:
+        return False
+    details = {"app_id": str(done.app_id), "action_key": done.action_key, "kind": done.kind, "outcome": status,
+                "run_id": str(run_id)}
+    details.update({name: value for name, value in (("http_status", http_status), ("error", error),
+                                                    ("campaign_id", str(campaign_id) if campaign_id else None))
+                     if value is not None})
+    audit.record(done.tenant_id, done.requested_by, "studio.action_run", f"studio_record:{done.record_id}", details)
+    return True
+
+
+# --- the job ------------------------------------------------------------------------------------
+
+def platform_slots() -> Semaphore:
+    """The platform's 8 slots for action POSTs in flight, shared by every worker through Redis."""
+    return Semaphore(get_redis(), "studio:actions:platform", LIMITS["action_concurrency_platform"],
+                     SLOT_LEASE_SECONDS)
+
+
+def execute(run_id: uuid.UUID) -> str:
+    """Send one queued http run and record its outcome; safe to run twice (only a queued run is
+    claimed, and a claimed run is never sent again). Holds no transaction while waiting for a slot
+    or the receiver."""
+    run = db.session.get(StudioActionRun, run_id)
+    if run is None or run.status != "queued":
+        return run.status if run is not None else "missing"
+    binding = db.session.get(StudioActionBinding, run.binding_id)
+    endpoint, body = binding.endpoint, run.body.encode()
+    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, "x-service-action-id": str(run_id)}
+    try:
+        if binding.bearer_token is not None:
+            headers["Authorization"] = f"Bearer {decrypt(binding.bearer_token)}"
+    except InvalidToken:
+        return _finish(run_id, ("queued",), "failed", error="credentials_unreadable")
+    end_reads()
+    with platform_slots().hold(timeout=SLOT_WAIT_SECONDS):  # SemaphoreBusy fails the job unsent; the sweeper requeues it
+        if not _claim(run_id):
+            return _finish(run_id, ("queued",), "failed", error="binding_revoked")
+        status, http_status, error = _send(endpoint, body, headers)
+    return _finish(run_id, ("sending",), status, http_status, error)
+
+
+def _claim(run_id: uuid.UUID) -> bool:
+    """Mark a queued run `sending` while its binding is still enabled, and commit: from here on it
+    is never sent again."""
+    enabled = exists().where(StudioActionBinding.id == StudioActionRun.binding_id, StudioActionBinding.enabled.is_(True))
+    taken = db.session.execute(update(StudioActionRun).where(
+        StudioActionRun.id == run_id, StudioActionRun.status == "queued", enabled)
+        .values(status="sending", started_at=utcnow())).rowcount
+    db.session.commit()
+    return taken == 1
+
+
+def _send(endpoint: str, body: bytes, headers: dict) -> tuple[str, int | None, str | None]:
+    """One POST: (status, the receiver's HTTP status, the failure). Refused before connecting:
+    failed; cut off or unreadable once under way: awaiting verification (it may have arrived)."""
+    try:
+        response = post(endpoint, body, headers, timeout=current_app.config["ACTION_TIMEOUT_SECONDS"])
+    except EgressRefused as refused:
+        return "failed", None, refused.reason
+    except EgressFailed as failed:
+        return "awaiting_verification", None, failed.reason
+    return ("accepted" if 200 <= response.status < 300 else "failed"), response.status, None
+
+
+def _finish(run_id: uuid.UUID, from_states: tuple[str, ...], status: str, http_status: int | None = None,
+            error: str | None = None) -> str:
+    """Record the outcome and commit; the run's status."""
+    _conclude(run_id, from_states, status, http_status, error)
+    db.session.commit()
+    return db.session.scalar(select(StudioActionRun.status).where(StudioActionRun.id == run_id))
+
+
+def sweep() -> int:
+    """On each tick: a run `sending` past STUCK_SECONDS was interrupted (awaiting verification,
+    never resent); a run still `queued` then (its job failed waiting for a slot, or was lost) is
+    queued again, as nothing was sent. How many runs it touched."""
+    cutoff = utcnow() - timedelta(seconds=STUCK_SECONDS)
+    stuck = db.session.scalars(select(StudioActionRun.id).where(
+        StudioActionRun.status == "sending", StudioActionRun.started_at < cutoff)).all()
+    for run_id in stuck:
+        _conclude(run_id, ("sending",), "awaiting_verification", error="interrupted")
+    waiting = db.session.scalars(select(StudioActionRun.id).where(
+        StudioActionRun.status == "queued", StudioActionRun.created_at < cutoff)).all()
+    db.session.commit()
+    for run_id in waiting:
+        _job(run_id).enqueue()
+    return len(stuck) + len(waiting)

@@ -1,0 +1,593 @@
+"""Record actions through the console API: bindings that pass the egress rules at bind time and at
+every run, runs sent once by real RQ workers to a real HTTPS receiver on loopback, the platform's
+8 POSTs in flight and the tenant's 20 attempts a minute across processes, and campaign drafts."""
+import json
+import logging
+import subprocess
+import sys
+import uuid
+from datetime import timedelta
+
+import pytest
+from rq import Queue, SimpleWorker
+from sqlalchemy import func, select, update
+
+from core.audit import AuditEntry
+from core.clock import utcnow
+from core.config import PROJECT_ROOT
+from core.db import db
+from core.queue_names import WEBHOOKS
+from desk.models import MarketingDraft, OfficialAccount
+from studio import actions
+from studio.models import StudioActionBinding, StudioActionRun
+from studio.templates_market import TEMPLATES
+from tests.conftest import FLASK, LONG_WINDOW, csrf_from, login, process_env, seat
+from tests.studio.conftest import ORIGIN, sample_definition
+
+FIELDS = [
+    {"key": "title", "label": "Title", "type": "text", "required": True},
+    {"key": "amount", "label": "Amount", "type": "number", "required": False},
+    {"key": "priority", "label": "Priority", "type": "select", "required": False, "options": ["low", "high"]},
+    {"key": "notes", "label": "Notes", "type": "textarea", "required": False},
+    {"key": "tag", "label": "Customer tag", "type": "text", "required": False},
+    {"key": "urgent", "label": "Urgent", "type": "checkbox", "required": False},
+]
+HTTP_ACTION = {"key": "crm", "title": "Send to CRM", "kind": "http", "fields": ["notes", "title", "amount", "urgent"]}
+CAMPAIGN_ACTION = {"key": "promo", "title": "Promotion draft", "kind": "campaign", "name_field": "title",
+                   "content_field": "notes", "audience_tag_field": "tag"}
+TOKEN = "s3cr3t-Bearer.token_~+/=="
+
+
+def action_definition(**changes) -> dict:
+    """The sample application with text fields for a campaign and both kinds of action."""
+    return sample_definition(fields=FIELDS, actions=[HTTP_ACTION, CAMPAIGN_ACTION], **changes)
+
+
+def publish_new_version(api, app_id: str, definition: dict, version: int) -> None:
+    assert api.post(f"/{app_id}/versions", {"definition": definition}).status_code == 201
+    assert api.simulate(app_id, version).status_code == 200
+    assert api.publish(app_id, version, expected=version - 1).status_code == 200
+
+
+@pytest.fixture
+def acting(api) -> str:
+    """A live application whose version 1 has an http and a campaign action."""
+    app_id = api.create(action_definition())
+    assert api.simulate(app_id).status_code == 200
+    assert api.publish(app_id).status_code == 200
+    return app_id
+
+
+def save(api, app_id: str, data: dict, version: int = 1) -> str:
+    """A saved record's id (its body in UTF-8 as written, not \\u-escaped, so long texts fit)."""
+    body = {"version": version, "input": data, "idempotency_key": str(uuid.uuid4())}
+    response = api.client.post(f"/api/extensions/{app_id}/records", headers=ORIGIN, content_type="application/json",
+                               data=json.dumps(body, ensure_ascii=False).encode())
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["data"]["record_id"]
+
+
+def bind(api, app_id: str, endpoint: str, version: int = 1, key: str = "crm", **extra):
+    return api.post(f"/{app_id}/actions", {"operation": "bind", "version": version, "action_key": key,
+                                           "endpoint": endpoint, "confirm": True, **extra})
+
+
+def bound(api, app_id: str, endpoint: str, **extra) -> str:
+    """The id of a new binding."""
+    response = bind(api, app_id, endpoint, **extra)
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["data"]["binding_id"]
+
+
+def run(api, app_id: str, record_id: str, binding_id: str | None = None, key: str = "crm", version: int = 1, **extra):
+    body = {"operation": "run", "version": version, "record_id": record_id, "action_key": key, "confirm": True, **extra}
+    if binding_id is not None:
+        body["binding_id"] = binding_id
+    return api.post(f"/{app_id}/actions", body)
+
+
+def work(redis_conn) -> None:
+    """Run a real worker over the webhooks queue (where action runs go) until it is empty."""
+    SimpleWorker([Queue(WEBHOOKS, connection=redis_conn)], connection=redis_conn).work(burst=True)
+
+
+def the_run(run_id: str) -> StudioActionRun:
+    db.session.expire_all()
+    return db.session.get(StudioActionRun, uuid.UUID(run_id))
+
+
+def run_count() -> int:
+    db.session.rollback()
+    return db.session.scalar(select(func.count()).select_from(StudioActionRun))
+
+
+def audit_of(action: str) -> list[AuditEntry]:
+    db.session.rollback()
+    return list(db.session.scalars(select(AuditEntry).where(AuditEntry.action == action).order_by(AuditEntry.created_at)))
+
+
+def ran(api, redis_conn, app_id: str, record_id: str, binding_id: str) -> dict:
+    """Run the http action and its job; the outcome a repeated request reads."""
+    started = run(api, app_id, record_id, binding_id)
+    assert started.status_code == 202 and started.get_json()["data"]["status"] == "queued", started.get_json()
+    work(redis_conn)
+    again = run(api, app_id, record_id, binding_id)
+    assert again.status_code == 200
+    return again.get_json()["data"]
+
+
+# --- bindings --------------------------------------------------------------------------------------
+
+def test_the_summary_lists_every_versions_actions_and_never_the_token_or_path(api, acting, receiver, admin):
+    binding_id = bound(api, acting, receiver.url("localhost", "/secret-path/hook"), bearer_token=TOKEN)
+    publish_new_version(api, acting, action_definition(name="Second"), 2)
+    answer = api.get(f"/{acting}/actions")
+    assert answer.status_code == 200
+    entries = answer.get_json()["data"]["actions"]
+    assert [(e["version"], e["action_key"], e["kind"], e["live"]) for e in entries] == [
+        (2, "crm", "http", True), (2, "promo", "campaign", True), (1, "crm", "http", False), (1, "promo", "campaign", False)]
+    assert entries[0]["binding"] is None and entries[1]["binding"] is None  # a new version needs a new binding
+    binding = entries[2]["binding"]
+    assert binding["binding_id"] == binding_id and binding["endpoint_host"] == "localhost"
+    assert binding["enabled"] is True and binding["bearer_token_set"] is True
+    assert binding["bound_by"] == admin.user.email and binding["bound_at"].endswith("Z")
+    text = answer.get_data(as_text=True)
+    assert TOKEN not in text and "secret-path" not in text
+
+
+@pytest.mark.parametrize("body, status, code", [
+    ({"confirm": False}, 400, "action_confirmation_required"),
+    ({"confirm": "yes"}, 400, "action_confirmation_required"),
+    ({"action_key": "promo"}, 400, "invalid_action_kind"),
+    ({"action_key": "nope"}, 404, "not_found"),
+    ({"action_key": 7}, 400, "invalid_action_key"),
+    ({"version": 9}, 404, "not_found"),
+    ({"version": "1"}, 400, "invalid_version"),
+    ({"bearer_token": "two words"}, 400, "invalid_bearer_token"),
+    ({"bearer_token": "x\r\nX-Injected: 1"}, 400, "invalid_bearer_token"),
+    ({"bearer_token": 12}, 400, "invalid_bearer_token"),
+    ({"tenant_id": str(uuid.uuid4())}, 400, "invalid_json"),
+])
+def test_binding_needs_confirmation_and_an_http_action_of_a_version_of_this_app(api, acting, receiver, body, status,
+                                                                                 code):
+    request = {"operation": "bind", "version": 1, "action_key": "crm", "endpoint": receiver.url("localhost"),
+               "confirm": True, **body}
+    answer = api.post(f"/{acting}/actions", request)
+    assert (answer.status_code, answer.get_json()["error"]["code"]) == (status, code)
+    assert db.session.scalar(select(func.count()).select_from(StudioActionBinding)) == 0
+
+
+def test_another_tenants_app_cannot_be_bound(api, acting, receiver, other_tenant, app):
+    other_admin = seat(other_tenant, "admin", "other-admin@test.example")
+    db.session.commit()
+    client = app.test_client()
+    login(client, other_admin.user.email)
+    answer = client.post(f"/api/extensions/{acting}/actions", headers=ORIGIN, json={
+        "operation": "bind", "version": 1, "action_key": "crm", "endpoint": receiver.url("localhost"), "confirm": True})
+    assert (answer.status_code, answer.get_json()["error"]["code"]) == (404, "not_found")
+    assert client.get(f"/api/extensions/{acting}/actions").status_code == 404
+
+
+@pytest.mark.parametrize("endpoint, rule", [
+    ("http://crm.example.com/hook", "https_required"),
+    ("https://crm.example.com:8443/hook", "port_not_allowed"),
+    ("https://crm.example.com/hook?token=1", "query_not_allowed"),
+    ("https://crm.example.com/hook#frag", "query_not_allowed"),
+    ("https://user:pw@crm.example.com/hook", "credentials_in_url"),
+    ("https://[::1]/hook", "ipv6_not_supported"),
+    ("https://internal.test/hook", "address_not_public"),
+    ("https://metadata.test/latest", "address_not_public"),
+    ("https://mixed.test/hook", "address_not_public"),
+    ("https://nowhere.test/hook", "dns_failed"),
+    ("crm.example.com/hook", "https_required"),
+])
+def test_an_address_must_pass_the_egress_rules_at_bind_time(api, acting, dns, endpoint, rule):
+    dns.update({"internal.test": [["10.0.0.7"]], "metadata.test": [["169.254.169.254"]],
+                "mixed.test": [["93.184.216.34", "192.168.1.20"]], "crm.example.com": [["93.184.216.34"]]})
+    answer = bind(api, acting, endpoint)
+    assert answer.status_code == 400
+    assert answer.get_json()["error"] == {"code": "invalid_endpoint", "detail": rule}
+    assert db.session.scalar(select(func.count()).select_from(StudioActionBinding)) == 0
+
+
+def test_a_public_address_binds_without_a_token(api, acting, dns):
+    dns["crm.example.com"] = [["93.184.216.34"]]
+    answer = bind(api, acting, "https://crm.example.com/hooks/orders")
+    assert answer.status_code == 201
+    data = answer.get_json()["data"]
+    assert (data["endpoint_host"], data["bearer_token_set"], data["enabled"]) == ("crm.example.com", False, True)
+
+
+def test_the_bearer_token_is_stored_encrypted_and_never_echoed_or_logged(api, acting, receiver, redis_conn, caplog):
+    caplog.set_level(logging.DEBUG)
+    answer = bind(api, acting, receiver.url("localhost"), bearer_token=TOKEN)
+    assert answer.status_code == 201 and TOKEN not in answer.get_data(as_text=True)
+    stored = db.session.scalar(select(StudioActionBinding.bearer_token))
+    assert stored and TOKEN not in stored
+    record_id = save(api, acting, {"title": "Order 7"})
+    outcome = ran(api, redis_conn, acting, record_id, answer.get_json()["data"]["binding_id"])
+    assert outcome["status"] == "accepted"
+    assert receiver.received[0].headers["Authorization"] == f"Bearer {TOKEN}"
+    assert TOKEN not in caplog.text
+    assert all(TOKEN not in json.dumps(entry.summary) for entry in audit_of("studio.action_bound"))
+    assert TOKEN not in api.get(f"/{acting}/actions").get_data(as_text=True)
+
+
+def test_a_new_address_replaces_the_binding_and_revoke_disables_it(api, acting, receiver):
+    first = bound(api, acting, receiver.url("localhost", "/one"))
+    second = bound(api, acting, receiver.url("localhost", "/two"))
+    db.session.rollback()
+    states = dict(db.session.execute(select(StudioActionBinding.id, StudioActionBinding.enabled)).all())
+    assert states == {uuid.UUID(first): False, uuid.UUID(second): True}
+    record_id = save(api, acting, {"title": "Order 1"})
+    assert run(api, acting, record_id, first).get_json()["error"]["code"] == "binding_not_active"
+    revoked = api.post(f"/{acting}/actions", {"operation": "bind", "version": 1, "action_key": "crm", "enabled": False})
+    assert revoked.status_code == 200
+    assert (revoked.get_json()["data"]["binding_id"], revoked.get_json()["data"]["enabled"]) == (second, False)
+    assert run(api, acting, record_id, second).get_json()["error"]["code"] == "binding_not_active"
+    again = api.post(f"/{acting}/actions", {"operation": "bind", "version": 1, "action_key": "crm", "enabled": False})
+    assert (again.status_code, again.get_json()["error"]["code"]) == (404, "not_found")
+    assert run_count() == 0 and receiver.received == []
+
+
+def test_revoking_takes_enabled_false_and_nothing_else(api, acting, receiver):
+    bound(api, acting, receiver.url("localhost"))
+    for extra, code in (({"enabled": True}, "invalid_json"), ({"enabled": False, "endpoint": "x"}, "invalid_json")):
+        answer = api.post(f"/{acting}/actions", {"operation": "bind", "version": 1, "action_key": "crm", **extra})
+        assert (answer.status_code, answer.get_json()["error"]["code"]) == (400, code)
+    assert api.post(f"/{acting}/actions", {"operation": "unbind"}).get_json()["error"]["code"] == "invalid_operation"
+
+
+def test_bind_revoke_and_every_run_are_audited_with_who_which_record_action_and_outcome(api, acting, receiver,
+                                                                                          redis_conn, admin):
+    binding_id = bound(api, acting, receiver.url("localhost"), bearer_token=TOKEN)
+    record_id = save(api, acting, {"title": "Order 1", "notes": "call back"})
+    ran(api, redis_conn, acting, record_id, binding_id)
+    api.post(f"/{acting}/actions", {"operation": "bind", "version": 1, "action_key": "crm", "enabled": False})
+    (bound_entry,) = audit_of("studio.action_bound")
+    assert bound_entry.actor_id == admin.user_id and bound_entry.summary == {
+        "version": 1, "action_key": "crm", "binding_id": binding_id, "endpoint_host": "localhost", "bearer_token_set": True}
+    (revoked_entry,) = audit_of("studio.action_revoked")
+    assert revoked_entry.summary["binding_id"] == binding_id and revoked_entry.actor_id == admin.user_id
+    (run_entry,) = audit_of("studio.action_run")
+    assert run_entry.actor_id == admin.user_id and run_entry.target == f"studio_record:{record_id}"
+    assert run_entry.summary == {"app_id": acting, "action_key": "crm", "kind": "http", "outcome": "accepted",
+                                 "http_status": 200, "run_id": str(actions.action_id(uuid.UUID(record_id), "crm"))}
+    assert "call back" not in json.dumps(run_entry.summary)  # the record's values stay out of the audit log
+
+
+# --- runs ------------------------------------------------------------------------------------------
+
+def test_a_run_posts_exactly_the_filled_declared_fields_with_the_action_id(api, acting, receiver, redis_conn):
+    binding_id = bound(api, acting, receiver.url("localhost", "/hooks/orders"))
+    record_id = save(api, acting, {"title": "Order 7", "amount": 120, "notes": "", "tag": "vip", "urgent": False})
+    outcome = ran(api, redis_conn, acting, record_id, binding_id)
+    (seen,) = receiver.received
+    assert json.loads(seen.body) == {"title": "Order 7", "amount": 120, "urgent": False}  # notes unfilled, tag undeclared
+    assert list(json.loads(seen.body)) == ["title", "amount", "urgent"]  # the action's order
+    assert seen.path == "/hooks/orders" and seen.server_name == "localhost"
+    assert seen.headers["Content-Type"] == "application/json" and "Authorization" not in seen.headers
+    action_id = str(uuid.uuid5(actions.ACTION_IDS, f"{record_id}:crm"))
+    assert seen.headers["x-service-action-id"] == action_id == outcome["run_id"]
+    assert outcome["record_id"] == record_id and outcome["replayed"] is True
+
+
+def test_the_action_id_is_stable_per_record_and_action(api, acting):
+    first, second = uuid.uuid4(), uuid.uuid4()
+    assert actions.action_id(first, "crm") == actions.action_id(first, "crm")
+    assert len({actions.action_id(first, "crm"), actions.action_id(first, "promo"), actions.action_id(second, "crm")}) == 3
+
+
+@pytest.mark.parametrize("status", [200, 201, 202, 204, 299])
+def test_a_2xx_answer_is_accepted_not_completed(api, acting, receiver, redis_conn, status):
+    receiver.answers.append((status, {}, b""))
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    outcome = ran(api, redis_conn, acting, save(api, acting, {"title": "A"}), binding_id)
+    assert (outcome["status"], outcome["http_status"]) == ("accepted", status)
+
+
+@pytest.mark.parametrize("status", [400, 404, 409, 500, 503])
+def test_a_non_2xx_answer_fails_with_its_status_and_is_not_resent(api, acting, receiver, redis_conn, status):
+    receiver.answers.append((status, {}, b"no"))
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    outcome = ran(api, redis_conn, acting, save(api, acting, {"title": "A"}), binding_id)
+    assert (outcome["status"], outcome["http_status"]) == ("failed", status)
+    work(redis_conn)
+    assert len(receiver.received) == 1
+
+
+def test_a_redirect_is_not_followed(api, acting, receiver, redis_conn):
+    receiver.answers.append((302, {"Location": receiver.url("localhost", "/elsewhere")}, b""))
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    outcome = ran(api, redis_conn, acting, save(api, acting, {"title": "A"}), binding_id)
+    assert (outcome["status"], outcome["http_status"]) == ("failed", 302)
+    assert [seen.path for seen in receiver.received] == ["/hook"]
+
+
+def test_each_action_runs_once_per_record(api, acting, receiver, redis_conn):
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    record_id = save(api, acting, {"title": "A"})
+    first = run(api, acting, record_id, binding_id)
+    twin = run(api, acting, record_id, binding_id)
+    assert first.get_json()["data"]["replayed"] is False and twin.get_json()["data"]["replayed"] is True
+    assert twin.get_json()["data"]["run_id"] == first.get_json()["data"]["run_id"]
+    work(redis_conn)
+    assert actions.execute(uuid.UUID(first.get_json()["data"]["run_id"])) == "accepted"  # a duplicate job sends nothing
+    repeated = run(api, acting, record_id, binding_id)
+    assert repeated.status_code == 200 and repeated.get_json()["data"]["status"] == "accepted"
+    assert len(receiver.received) == 1 and run_count() == 1
+    assert len(audit_of("studio.action_run")) == 1
+    other = save(api, acting, {"title": "B"})
+    assert ran(api, redis_conn, acting, other, binding_id)["status"] == "accepted"
+    assert len(receiver.received) == 2
+
+
+def test_a_timeout_awaits_verification_and_is_never_resent(api, acting, receiver, redis_conn, app, monkeypatch):
+    monkeypatch.setitem(app.config, "ACTION_TIMEOUT_SECONDS", 1.0)
+    receiver.answers.append((200, {}, b"late", 3))
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    record_id = save(api, acting, {"title": "A"})
+    outcome = ran(api, redis_conn, acting, record_id, binding_id)
+    assert (outcome["status"], outcome["error"]) == ("awaiting_verification", "timeout")
+    assert "http_status" not in outcome
+    run_id = uuid.UUID(outcome["run_id"])
+    assert actions.execute(run_id) == "awaiting_verification"
+    db.session.execute(update(StudioActionRun).values(created_at=utcnow() - timedelta(hours=1)))
+    db.session.commit()
+    actions.sweep()
+    work(redis_conn)
+    assert len(receiver.received) == 1 and the_run(str(run_id)).status == "awaiting_verification"
+
+
+def test_an_interrupted_send_awaits_verification_and_is_never_resent(api, acting, receiver, redis_conn):
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    record_id = save(api, acting, {"title": "A"})
+    run_id = run(api, acting, record_id, binding_id).get_json()["data"]["run_id"]
+    Queue(WEBHOOKS, connection=redis_conn).empty()  # the worker died after claiming it
+    db.session.execute(update(StudioActionRun).values(status="sending", started_at=utcnow() - timedelta(seconds=30)))
+    db.session.commit()
+    assert actions.sweep() == 0  # still within the job's bound: maybe in flight
+    db.session.execute(update(StudioActionRun).values(started_at=utcnow() - timedelta(seconds=actions.STUCK_SECONDS + 1)))
+    db.session.commit()
+    assert actions.sweep() == 1
+    work(redis_conn)
+    found = the_run(run_id)
+    assert (found.status, found.error) == ("awaiting_verification", "interrupted")
+    assert receiver.received == [] and audit_of("studio.action_run")[0].summary["outcome"] == "awaiting_verification"
+
+
+def test_a_queued_run_whose_job_was_lost_is_queued_again_and_sent_once(api, acting, receiver, redis_conn):
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    run_id = run(api, acting, save(api, acting, {"title": "A"}), binding_id).get_json()["data"]["run_id"]
+    Queue(WEBHOOKS, connection=redis_conn).empty()
+    db.session.execute(update(StudioActionRun).values(created_at=utcnow() - timedelta(hours=1)))
+    db.session.commit()
+    assert actions.sweep() == 1
+    actions.sweep()  # the same job id: queued once
+    work(redis_conn)
+    assert the_run(run_id).status == "accepted" and len(receiver.received) == 1
+
+
+def test_an_address_that_turns_internal_after_binding_is_refused_at_the_run(api, acting, receiver, redis_conn, dns):
+    dns["receiver.test"] = [["127.0.0.1"], ["10.1.2.3"]]  # public (for the test) when bound, internal at the run
+    binding_id = bound(api, acting, receiver.url("receiver.test"))
+    outcome = ran(api, redis_conn, acting, save(api, acting, {"title": "A"}), binding_id)
+    assert (outcome["status"], outcome["error"]) == ("failed", "address_not_public")
+    assert receiver.received == []
+
+
+def test_a_binding_revoked_before_the_job_stops_the_run(api, acting, receiver, redis_conn):
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    record_id = save(api, acting, {"title": "A"})
+    assert run(api, acting, record_id, binding_id).status_code == 202
+    api.post(f"/{acting}/actions", {"operation": "bind", "version": 1, "action_key": "crm", "enabled": False})
+    work(redis_conn)
+    outcome = run(api, acting, record_id, binding_id).get_json()["data"]
+    assert (outcome["status"], outcome["error"]) == ("failed", "binding_revoked") and receiver.received == []
+
+
+def test_only_records_of_the_live_version_run(api, acting, receiver):
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    old_record = save(api, acting, {"title": "Old"})
+    publish_new_version(api, acting, action_definition(name="Second"), 2)
+    new_binding = bound(api, acting, receiver.url("localhost"), version=2)
+    assert run(api, acting, old_record, binding_id).get_json()["error"]["code"] == "extension_not_active"
+    answer = run(api, acting, old_record, new_binding, version=2)
+    assert (answer.status_code, answer.get_json()["error"]["code"]) == (409, "record_not_live")
+    new_record = save(api, acting, {"title": "New"}, version=2)
+    assert run(api, acting, new_record, binding_id, version=2).get_json()["error"]["code"] == "binding_not_active"
+    assert api.post(f"/{acting}/disable", {}).status_code == 200
+    assert run(api, acting, new_record, new_binding, version=2).get_json()["error"]["code"] == "extension_not_active"
+    assert run_count() == 0 and receiver.received == []
+
+
+@pytest.mark.parametrize("change, status, code", [
+    ({"confirm": False}, 400, "action_confirmation_required"),
+    ({"record_id": "not-a-uuid"}, 400, "invalid_record_id"),
+    ({"record_id": str(uuid.uuid4())}, 404, "not_found"),
+    ({"binding_id": None}, 400, "invalid_binding_id"),
+    ({"binding_id": str(uuid.uuid4())}, 404, "not_found"),
+    ({"action_key": "nope"}, 404, "not_found"),
+    ({"secret": 1}, 400, "invalid_json"),
+])
+def test_a_run_request_is_checked_before_anything_runs(api, acting, receiver, change, status, code):
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    body = {"operation": "run", "version": 1, "record_id": save(api, acting, {"title": "A"}), "action_key": "crm",
+            "binding_id": binding_id, "confirm": True, **change}
+    answer = api.post(f"/{acting}/actions", body)
+    assert (answer.status_code, answer.get_json()["error"]["code"]) == (status, code)
+    assert run_count() == 0
+
+
+def test_an_http_run_needs_its_binding(api, acting, receiver):
+    bound(api, acting, receiver.url("localhost"))
+    answer = run(api, acting, save(api, acting, {"title": "A"}))
+    assert answer.get_json()["error"] == {"code": "required_field_missing", "detail": "binding_id"}
+
+
+def test_a_payload_over_24_kib_is_refused_before_anything_runs(api, receiver):
+    fields = [{"key": f"n{i}", "label": f"Note {i}", "type": "textarea", "required": False} for i in range(5)]
+    definition = sample_definition(fields=[FIELDS[0], *fields], table_columns=["title"], workflow={
+        "trigger": "form.submitted", "rules": []},
+        actions=[{"key": "crm", "title": "Send", "kind": "http", "fields": ["title", *(f["key"] for f in fields)]}])
+    app_id = api.create(definition)
+    api.simulate(app_id)
+    api.publish(app_id)
+    binding_id = bound(api, app_id, receiver.url("localhost"))
+    record_id = save(api, app_id, {"title": "Big", **{f["key"]: "汉" * 2000 for f in fields}})  # 30,000 bytes
+    answer = run(api, app_id, record_id, binding_id)
+    assert (answer.status_code, answer.get_json()["error"]["code"]) == (422, "action_payload_too_large")
+    small = save(api, app_id, {"title": "Small", "n0": "汉" * 2000})
+    assert run(api, app_id, small, binding_id).status_code == 202
+    assert run_count() == 1
+
+
+def test_agents_cannot_bind_read_or_run_actions(api, acting, receiver, agent_client):
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    record_id = save(api, acting, {"title": "A"})
+    assert agent_client.get(f"/api/extensions/{acting}/actions").status_code == 403
+    for body in ({"operation": "run", "version": 1, "record_id": record_id, "action_key": "crm",
+                  "binding_id": binding_id, "confirm": True},
+                 {"operation": "bind", "version": 1, "action_key": "crm", "endpoint": receiver.url("localhost"),
+                  "confirm": True}):
+        assert agent_client.post(f"/api/extensions/{acting}/actions", json=body, headers=ORIGIN).status_code == 403
+    assert agent_client.get(f"/extensions/{acting}/records/{record_id}/actions").status_code == 403
+    assert run_count() == 0 and receiver.received == []
+
+
+def test_attempts_are_limited_to_20_per_tenant_per_minute_across_processes(api, acting, receiver, app_config, tenant,
+                                                                           rate_window, other_tenant):
+    rate_window(LONG_WINDOW)
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    records = [save(api, acting, {"title": f"R{i}"}) for i in range(12)]
+    script = ("import uuid; from app import create_app; from studio.actions import count_attempt\n"
+              f"app = create_app({{'RATE_WINDOW_SECONDS': {LONG_WINDOW}}})\n"
+              "with app.app_context():\n"
+              f"    [count_attempt(uuid.UUID('{tenant.id}')) for _ in range(10)]\n"
+              f"    [count_attempt(uuid.UUID('{other_tenant.id}')) for _ in range(20)]\n")
+    subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, env=process_env(app_config), check=True,
+                   timeout=60)
+    answers = [run(api, acting, record_id, binding_id) for record_id in records]
+    assert [a.status_code for a in answers] == [202] * 10 + [429] * 2
+    assert answers[-1].get_json()["error"]["code"] == "action_rate_limited"
+    assert int(answers[-1].headers["Retry-After"]) > 0
+    assert run_count() == 10
+    assert run(api, acting, records[0], binding_id).status_code == 202  # reading an existing run is no attempt
+
+
+def test_at_most_eight_posts_are_in_flight_platform_wide_across_processes(api, acting, receiver, app, app_config,
+                                                                          redis_conn):
+    receiver.default = (200, {}, b"ok", 2)
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    run_ids = [run(api, acting, save(api, acting, {"title": f"R{i}"}), binding_id).get_json()["data"]["run_id"]
+               for i in range(4)]
+    slots = actions.platform_slots()
+    held = [slots.acquire() for _ in range(6)]  # other processes' POSTs: two slots are left
+    assert all(held)
+    env = {**process_env(app_config), "EGRESS_ALLOW_CIDRS": "127.0.0.0/8", "EGRESS_PORT": str(receiver.port),
+           "EGRESS_CA_BUNDLE": app.config["EGRESS_CA_BUNDLE"]}
+    workers = [subprocess.Popen([*FLASK, "jobs", "worker", "--burst"], cwd=PROJECT_ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(4)]
+    try:
+        assert all(worker.wait(timeout=90) == 0 for worker in workers)
+    finally:
+        for token in held:
+            slots.release(token)
+    assert [the_run(run_id).status for run_id in run_ids] == ["accepted"] * 4
+    assert len(receiver.received) == 4 and receiver.most_in_flight <= 2
+
+
+# --- campaigns -------------------------------------------------------------------------------------
+
+def professional(tenant, kind: str | None = "independent") -> None:
+    tenant.tier = "professional"
+    if kind:
+        db.session.add(OfficialAccount(tenant_id=tenant.id, name=f"{kind} account", kind=kind))
+    db.session.commit()
+
+
+def drafts() -> list[MarketingDraft]:
+    db.session.rollback()
+    return list(db.session.scalars(select(MarketingDraft)))
+
+
+def test_a_campaign_creates_a_marketing_draft_and_sends_nothing(api, acting, receiver, redis_conn, tenant, admin):
+    professional(tenant)
+    record_id = save(api, acting, {"title": "Spring sale", "notes": "20% off\nthis week", "tag": "vip"})
+    answer = run(api, acting, record_id, key="promo")
+    assert answer.status_code == 200
+    data = answer.get_json()["data"]
+    assert (data["status"], data["kind"], data["replayed"]) == ("draft_created", "campaign", False)
+    (draft,) = drafts()
+    assert str(draft.id) == data["campaign_id"]
+    assert (draft.title, draft.body, draft.audience_tag, draft.status) == ("Spring sale", "20% off\nthis week", "vip",
+                                                                           "draft")
+    assert draft.created_by == admin.user_id and draft.tenant_id == tenant.id
+    again = run(api, acting, record_id, key="promo").get_json()["data"]
+    assert (again["campaign_id"], again["replayed"]) == (data["campaign_id"], True)
+    work(redis_conn)
+    assert len(drafts()) == 1 and receiver.received == []
+    assert audit_of("studio.action_run")[0].summary["campaign_id"] == data["campaign_id"]
+
+
+def test_a_campaign_without_an_audience_field_targets_all_opted_in_recipients(api, tenant):
+    professional(tenant)
+    campaign = {key: value for key, value in CAMPAIGN_ACTION.items() if key != "audience_tag_field"}
+    app_id = api.create(sample_definition(fields=FIELDS, actions=[campaign]))
+    api.simulate(app_id)
+    api.publish(app_id)
+    answer = run(api, app_id, save(api, app_id, {"title": "News", "notes": "Hello"}), key="promo")
+    assert answer.get_json()["data"]["status"] == "draft_created"
+    assert drafts()[0].audience_tag is None
+
+
+@pytest.mark.parametrize("tier, account, code", [
+    ("standard", "independent", "campaign_tier_required"),
+    ("standard", None, "campaign_tier_required"),
+    ("professional", "shared", "independent_account_required"),
+    ("professional", None, "independent_account_required"),
+])
+def test_a_campaign_needs_the_professional_tier_and_an_independent_account(api, acting, tenant, tier, account, code):
+    professional(tenant, account)
+    tenant.tier = tier
+    db.session.commit()
+    answer = run(api, acting, save(api, acting, {"title": "Sale", "notes": "Hi", "tag": "vip"}), key="promo")
+    assert (answer.status_code, answer.get_json()["error"]["code"]) == (403, code)
+    assert drafts() == [] and run_count() == 0
+
+
+@pytest.mark.parametrize("data, code, detail", [
+    ({"title": "Sale", "tag": "vip"}, "campaign_field_empty", "notes"),
+    ({"title": "Sale", "notes": "Hi"}, "campaign_field_empty", "tag"),
+])
+def test_a_campaign_needs_its_fields_filled(api, acting, tenant, data, code, detail):
+    professional(tenant)
+    answer = run(api, acting, save(api, acting, data), key="promo")
+    assert (answer.status_code, answer.get_json()["error"]) == (422, {"code": code, "detail": detail})
+    assert drafts() == [] and run_count() == 0
+
+
+def test_a_campaign_names_no_binding(api, acting, tenant):
+    professional(tenant)
+    answer = run(api, acting, save(api, acting, {"title": "S", "notes": "x", "tag": "t"}), str(uuid.uuid4()), key="promo")
+    assert (answer.status_code, answer.get_json()["error"]["code"]) == (400, "invalid_binding_id")
+
+
+# --- nothing else runs an action ---------------------------------------------------------------------
+
+def test_simulation_import_publication_and_records_never_run_actions(api, admin_client, receiver, redis_conn, tenant):
+    professional(tenant)
+    app_id = api.create(action_definition())
+    bound(api, app_id, receiver.url("localhost"))
+    assert api.simulate(app_id, data={"title": "Sample", "notes": "n", "tag": "t"}).get_json()["data"][
+        "external_effects"] is False
+    assert api.publish(app_id).status_code == 200
+    assert api.post(f"/{app_id}/records", {"version": 1, "input": {"title": "A", "notes": "n", "tag": "t"},
+                                           "idempotency_key": str(uuid.uuid4())}).get_json()["data"][
+        "external_effects"] is False
+    token = csrf_from(admin_client.get("/template-market/studio").get_data(as_text=True))
+    for template in TEMPLATES:
+        imported = admin_client.post(f"/template-market/studio/{template['slug']}/import", data={"csrf_token": token})
+        assert imported.status_code == 302
+    work(redis_conn)
+    assert run_count() == 0 and drafts() == [] and receiver.received == []
