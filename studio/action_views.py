@@ -171,10 +171,10 @@ def run(app_id: uuid.UUID, record_id: uuid.UUID, action_key: str):
     except ApiError as err:
         db.session.rollback()
         return _review(found, actions.get_record(found, record_id), 422, {"key": action_key, "message": message(err)},
-                       action_key if htmx() else None)
+                       action_key if htmx else None)
     run_id = started.id
     commit_then_enqueue(*([job] if job else []))
-    if htmx():
+    if htmx:
         return _review(found, actions.get_record(found, record_id), only=action_key)
     return redirect(url_for("studio_actions.review", app_id=found.id, record_id=record_id, _anchor=f"run-{run_id}"))
 
@@ -185,6 +185,6 @@ def run_status(app_id: uuid.UUID, action_run_id: uuid.UUID):
     """A run's progress (polled while it is pending) or its outcome."""
     found = _app(app_id)
     found_run = actions.get_run(found, action_run_id)
-    if not htmx():
+    if not htmx:
         return redirect(url_for("studio_actions.review", app_id=found.id, record_id=found_run.record_id))
     return render_template("studio/_action_run.html", app=found, run=found_run, reasons=RUN_ERRORS)
