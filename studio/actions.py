@@ -38,6 +38,7 @@ from desk import marketing
 from desk.models import User
 from studio.apps import get_version, list_versions
 from studio.catalog import LIMITS
+from studio.definition import KEY_RE
 from studio.models import StudioActionBinding, StudioActionRun, StudioApp, StudioRecord
 
 ACTION_IDS = uuid.UUID("6f1d3c52-8a4e-4b7e-9a55-2f0c1e7d9b31")  # namespace of x-service-action-id
@@ -306,6 +307,8 @@ def request_run(found: StudioApp, actor_id: uuid.UUID, version_no: int, record_i
                 binding_id: uuid.UUID | None) -> tuple[StudioActionRun, bool, JobSpec | None]:
     """Run an action of the live version on one of its records, once: (run, replayed, the job to
     queue after the commit). A repeated request answers the existing run and executes nothing."""
+    if not KEY_RE.fullmatch(action_key):  # no definition has such a key (nor would its action id hash)
+        raise ApiError("not_found", 404)
     record = get_record(found, record_id)
     existing = find_run(found, record.id, action_key)
     if existing is not None:

@@ -15,6 +15,7 @@ from html.parser import HTMLParser
 from urllib.parse import quote_from_bytes, urlsplit
 
 import pytest
+from sqlalchemy import select
 from rq import Queue
 
 from core.config import AUTOMATION_SWITCHES, PROJECT_ROOT
@@ -26,12 +27,13 @@ from desk.conversations import mark_sending, resolve_uncertain
 from desk.outbound import set_endpoint
 from desk.quick_replies import add_reply
 from desk.knowledge import create_document, publish, save_version
-from desk.models import ChannelDelivery, Conversation, Member, Message, User
+from desk.models import ChannelDelivery, Conversation, Member, Message, OfficialAccount, User
 from desk.tenancy import add_member
 from openapi.apps import SCOPES, create_app as create_open_app
 from rules.execution import command_key
 from studio.apps import get_app
 from studio.catalog import PUBLISH_PERMISSIONS
+from studio.models import StudioActionBinding
 from studio.workbench import add_to_workbench, open_entry, set_grants
 from tests.conftest import PASSWORD, csrf_from, login
 from tests.rules.test_execution import CONFIRM, _conversations, _plan
@@ -72,12 +74,13 @@ class Estate:
 
 
 @pytest.fixture
-def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn) -> Estate:
+def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns) -> Estate:
     """The administrator (seated in two tenants, so the tenant choice shows) with a live
     application and a newer simulated draft, a published rule with a fresh plan and an uncertain
     command, a knowledge document published and edited again, a signed channel, conversations, an
     open application and a generation; every switch on and a model named (it is never called: the
-    walk runs no jobs), so a 5xx can only be a fault."""
+    walk runs no jobs), so a 5xx can only be a fault. The live version has an http action bound to
+    an address (its DNS answered by the test) and a campaign action already run on a record."""
     for name in AUTOMATION_SWITCHES:
         monkeypatch.setitem(app.config, name, True)
     monkeypatch.setitem(app.config, "OPEN_API_RATE_LIMIT", 10 ** 9)
@@ -100,8 +103,9 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn) -> Estate:
     token = csrf_from(select.get_data(as_text=True))
     assert browser.post("/tenants/select", data={"csrf_token": token, "tenant_id": str(tenant.id)}).status_code == 302
     tool = {"title": "Desk tool", "theme": "violet", "tools_position": "before_profile"}
-    app_id = _created(browser.post("/api/extensions/", json={"definition": sample_definition(workbench=tool)},
-                                   headers=ORIGIN), "extension_id")
+    dns["crm.example.com"] = [["93.184.216.34"]]
+    app_id = _created(browser.post("/api/extensions/", json={"definition": sample_definition(
+        workbench=tool, actions=ESTATE_ACTIONS)}, headers=ORIGIN), "extension_id")
     for path, body in ((f"/{app_id}/simulate", {"version": 1, "input": {"title": "Sample"}}),
                        (f"/{app_id}/publish", {"version": 1, "expected_active_version": None,
                                                "permissions": PUBLISH_PERMISSIONS}),
@@ -114,6 +118,7 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn) -> Estate:
         "revision": 1, "expected_active_revision": None, "confirm": True, "execution_mode": "plan_only",
         "permissions": ["conversation.read_for_plan", "automation.schedule_plan"]}).status_code == 200
     in_workbench = _workbench_tool(browser, tenant, admin, tool)
+    record_id, action_run_id = _record_with_actions(browser, tenant, app_id)
     generation_id = _created(browser.post("/api/extensions/generate", json={"prompt": "A returns form."},
                                           headers=ORIGIN), "generation_id")
     conversations = _conversations(tenant, 2)
@@ -141,7 +146,8 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn) -> Estate:
               "conversation_id": str(conversations[1].id), "document_id": str(doc.id),
               "generation_id": generation_id, "channel_id": str(channel.id),
               "customer_id": str(conversations[0].customer_id), "slug": "de-escalation",
-              "once": "a-used-or-unknown-once-key", "reply_id": str(reply.id), "message_id": str(sent.id), "token": "an-unknown-token", "filename": "app.css"}
+              "once": "a-used-or-unknown-once-key", "reply_id": str(reply.id), "message_id": str(sent.id), "token": "an-unknown-token", "filename": "app.css",
+              "record_id": record_id, "action_key": "crm", "action_run_id": action_run_id}
     return Estate(values, browser, app.test_client(), channel_secret, opened.token)
 
 
@@ -162,8 +168,28 @@ def _workbench_tool(browser, tenant, admin, settings: dict) -> str:
     return app_id
 
 
-def _created(response, name: str) -> str:
-    assert response.status_code in (201, 202), response.get_data(as_text=True)
+ESTATE_ACTIONS = [{"key": "crm", "title": "Send to CRM", "kind": "http", "fields": ["title", "amount"]},
+                  {"key": "promo", "title": "Promotion draft", "kind": "campaign", "name_field": "title",
+                   "content_field": "priority"}]
+
+
+def _record_with_actions(browser, tenant, app_id: str) -> tuple[str, str]:
+    """A record of the live version whose campaign action ran (its outcome shows) and whose http
+    action, bound to an address, waits to be run (its form shows)."""
+    db.session.add(OfficialAccount(tenant_id=tenant.id, name="Acme official", kind="independent"))
+    db.session.commit()
+    assert browser.post(f"/api/extensions/{app_id}/actions", headers=ORIGIN, json={
+        "operation": "bind", "version": 1, "action_key": "crm", "endpoint": "https://crm.example.com/hook",
+        "bearer_token": "estate-token", "confirm": True}).status_code == 201
+    record_id = _created(browser.post(f"/api/extensions/{app_id}/records", headers=ORIGIN, json={
+        "version": 1, "input": {"title": "Spring sale", "amount": 5, "priority": "low"},
+        "idempotency_key": str(uuid.uuid4())}), "record_id", 200)
+    return record_id, _created(browser.post(f"/api/extensions/{app_id}/actions", headers=ORIGIN, json={
+        "operation": "run", "version": 1, "record_id": record_id, "action_key": "promo", "confirm": True}), "run_id", 200)
+
+
+def _created(response, name: str, status: int | None = None) -> str:
+    assert response.status_code in ((status,) if status else (201, 202)), response.get_data(as_text=True)
     return response.get_json()["data"][name]
 
 
@@ -404,7 +430,17 @@ def _json_bodies(estate: Estate) -> dict:
                                      "customer": {"external_id": "c-9", "name": "Wang Fang",
                                                   "phone": "13800138000", "email": "wang@example.cn"}},
         "open_api.create_record": {"data": {"title": "From the CRM", "amount": 3}},
+        "studio_api.action_operation": [
+            {"operation": "run", "version": 1, "record_id": v["record_id"], "action_key": "crm",
+             "binding_id": _binding_id(), "confirm": True},
+            {"operation": "bind", "version": 1, "action_key": "crm", "endpoint": "https://crm.example.com/hook",
+             "bearer_token": "abc.def", "confirm": True},
+            {"operation": "bind", "version": 1, "action_key": "crm", "enabled": False}],
     }
+
+
+def _binding_id() -> str:
+    return str(db.session.scalar(select(StudioActionBinding.id).where(StudioActionBinding.enabled.is_(True))))
 
 
 def _agents() -> list:
@@ -485,9 +521,11 @@ def _fuzz_json(app, estate: Estate, failures: list) -> None:
     for rule in _rules(app, "POST"):
         if not _is_json_api(rule):
             continue
-        body, path = bodies[rule.endpoint], _path(rule, estate.values)
-        for label, raw in _json_mutations(body):
-            _check(failures, _post_json(estate, rule, path, raw), "POST", rule.endpoint, label)
+        path = _path(rule, estate.values)
+        body, *others = bodies[rule.endpoint] if isinstance(bodies[rule.endpoint], list) else [bodies[rule.endpoint]]
+        for each in (body, *others):  # an endpoint of several operations: each one's body
+            for label, raw in _json_mutations(each):
+                _check(failures, _post_json(estate, rule, path, raw), "POST", rule.endpoint, label)
         for header in HEADERS_READ.get(rule.endpoint, CONSOLE_HEADERS):
             for value in HOSTILE_TEXT:
                 response = _post_json(estate, rule, path, _dump(body), {header: _header_value(value)})
