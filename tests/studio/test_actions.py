@@ -21,8 +21,12 @@ from desk.models import MarketingDraft, OfficialAccount
 from studio import actions
 from studio.models import StudioActionBinding, StudioActionRun
 from studio.templates_market import TEMPLATES
-from tests.conftest import FLASK, LONG_WINDOW, csrf_from, login, process_env, seat
+from tests.conftest import FLASK, LONG_WINDOW, csrf_from, customer_conversation, login, process_env, seat
+from studio.apps import get_app
+from studio.workbench import add_to_workbench, open_entry, set_grants, submit
 from tests.studio.conftest import ORIGIN, sample_definition
+from tests.studio.test_generation import app_answer, gen, generate  # noqa: F401 (gen is a fixture)
+from tests.studio.test_workbench_tools import PROFILE, WORKBENCH
 
 FIELDS = [
     {"key": "title", "label": "Title", "type": "text", "required": True},
@@ -571,6 +575,37 @@ def test_a_campaign_names_no_binding(api, acting, tenant):
     professional(tenant)
     answer = run(api, acting, save(api, acting, {"title": "S", "notes": "x", "tag": "t"}), str(uuid.uuid4()), key="promo")
     assert (answer.status_code, answer.get_json()["error"]["code"]) == (400, "invalid_binding_id")
+
+
+def test_customer_profile_data_never_reaches_an_action_payload(api, receiver, redis_conn, tenant, agent):
+    """A record submitted from the workbench by an agent who shared every profile item carries only
+    what was typed into the form: the action sends the record's fields, nothing of the customer."""
+    app_id = api.create(action_definition(workbench=WORKBENCH))
+    api.simulate(app_id)
+    api.publish(app_id)
+    found = get_app(tenant.id, uuid.UUID(app_id))
+    add_to_workbench(found, None)
+    db.session.commit()
+    conversation = customer_conversation(tenant, "About my order", **PROFILE)
+    entry = set_grants(agent, open_entry(agent, found.id, 1), {"name", "contact", "note"})
+    record, _ = submit(agent, entry, conversation, {"title": "Callback", "notes": "typed by the agent"}, uuid.uuid4())
+    db.session.commit()
+    binding_id = bound(api, app_id, receiver.url("localhost"))
+    assert ran(api, redis_conn, app_id, str(record.id), binding_id)["status"] == "accepted"
+    sent = receiver.received[0].body.decode() + the_run(str(actions.action_id(record.id, "crm"))).body
+    assert json.loads(receiver.received[0].body) == {"notes": "typed by the agent", "title": "Callback"}
+    assert not [value for value in PROFILE.values() if value in sent]
+
+
+def test_a_bound_address_and_token_never_reach_the_model(app, api, acting, receiver, gen, redis_conn):
+    bound(api, acting, receiver.url("localhost", "/private-path/hook"), bearer_token=TOKEN)
+    gen.answer_json(app_answer(action_definition()))
+    answer = generate(api, app, redis_conn, extension_id=acting)
+    assert answer.get_json()["error"]["code"] == "model_invalid_definition"  # a draft may not carry actions
+    (request,) = gen.received
+    sent = json.dumps(request.body)
+    assert TOKEN not in sent and "private-path" not in sent and "localhost" not in sent
+    assert run_count() == 0 and receiver.received == []
 
 
 # --- nothing else runs an action ---------------------------------------------------------------------
