@@ -24,7 +24,7 @@ from sqlalchemy import exists, select, update
 
 from core import audit
 from core.api import ApiError
-from core.clock import iso, utcnow
+from core.clock import utcnow
 from core.config import require_shorter
 from core.crypto import decrypt, encrypt
 from core.db import db, end_reads, tenant_row
@@ -112,21 +112,6 @@ def entries(found: StudioApp) -> list[Entry]:
     live = found.active_version if found.enabled else None
     return [Entry(v.version, v.version == live, action, *latest.get((v.version, action["key"]), (None, None)))
             for v in list_versions(found) for action in v.definition.get("actions", [])]
-
-
-def entry_json(entry: Entry) -> dict:
-    """An action and its binding as GET /{id}/actions answers it."""
-    return {"version": entry.version, "live": entry.live, "action_key": entry.action["key"],
-            "title": entry.action["title"], "kind": entry.action["kind"],
-            "binding": binding_json(entry.binding, entry.bound_by) if entry.binding else None}
-
-
-def binding_json(binding: StudioActionBinding, bound_by_email: str | None) -> dict:
-    """What an administrator sees of a binding: the host, never the path, the token or its value."""
-    return {"binding_id": str(binding.id), "version": binding.version, "action_key": binding.action_key,
-            "endpoint_host": binding.endpoint_host, "bearer_token_set": binding.bearer_token is not None,
-            "enabled": binding.enabled, "bound_at": iso(binding.bound_at), "bound_by": bound_by_email,
-            "revoked_at": iso(binding.revoked_at)}
 
 
 def _checked_endpoint(endpoint: object) -> str:
@@ -390,7 +375,8 @@ def execute(run_id: uuid.UUID) -> str:
     except InvalidToken:
         return _finish(run_id, ("queued",), "failed", error="credentials_unreadable")
     end_reads()
-    with platform_slots().hold(timeout=SLOT_WAIT_SECONDS):  # SemaphoreBusy fails the job unsent; the sweeper requeues it
+    # SemaphoreBusy fails the job unsent; the sweeper queues the run again
+    with platform_slots().hold(timeout=SLOT_WAIT_SECONDS):
         if not _claim(run_id):
             return _finish(run_id, ("queued",), "failed", error="binding_revoked")
         status, http_status, error = _send(endpoint, body, headers)
@@ -400,7 +386,8 @@ def execute(run_id: uuid.UUID) -> str:
 def _claim(run_id: uuid.UUID) -> bool:
     """Mark a queued run `sending` while its binding is still enabled, and commit: from here on it
     is never sent again."""
-    enabled = exists().where(StudioActionBinding.id == StudioActionRun.binding_id, StudioActionBinding.enabled.is_(True))
+    enabled = exists().where(StudioActionBinding.id == StudioActionRun.binding_id,
+                             StudioActionBinding.enabled.is_(True))
     taken = db.session.execute(update(StudioActionRun).where(
         StudioActionRun.id == run_id, StudioActionRun.status == "queued", enabled)
         .values(status="sending", started_at=utcnow())).rowcount

@@ -14,7 +14,7 @@ from studio import actions, apps, generation, knowledge_ref, records
 from core.capabilities import CAPABILITY_VERSION, CATALOG
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, console_overview
 from studio.charts import chart_summaries
-from studio.serialize import app_json, record_json, run_json, version_json
+from studio.serialize import app_json, binding_json, entry_json, record_json, run_json, version_json
 
 bp = Blueprint("studio_api", __name__, url_prefix="/api/extensions")
 answer_unreachable_stores(bp, "extensions_unavailable")
@@ -189,7 +189,7 @@ def create_record(app_id: uuid.UUID):
 @admin_console_required
 def action_bindings(app_id: uuid.UUID):
     """Every version's actions with their latest binding; a bearer token is never returned."""
-    return ok({"actions": [actions.entry_json(entry) for entry in actions.entries(_tenant_app(app_id))]})
+    return ok({"actions": [entry_json(entry) for entry in actions.entries(_tenant_app(app_id))]})
 
 
 @bp.post("/<uuid:app_id>/actions")
@@ -209,14 +209,14 @@ def action_operation(app_id: uuid.UUID):
             raise ApiError("invalid_json", 400, detail="enabled")
         binding = actions.revoke(found, current_user.id, _version_number(body["version"]), _action_key(body))
         db.session.commit()
-        return ok(actions.binding_json(binding, actions.binder_email(binding)))
+        return ok(binding_json(binding, actions.binder_email(binding)))
     only_properties(body, ("operation", "version", "action_key", "endpoint", "bearer_token", "confirm"),
                     ("version", "action_key", "endpoint", "confirm"))
     _confirmed(body)
     binding = actions.bind(found, current_user.id, _version_number(body["version"]), _action_key(body),
                            body["endpoint"], body.get("bearer_token"))
     db.session.commit()
-    return ok(actions.binding_json(binding, current_user.email), 201)
+    return ok(binding_json(binding, current_user.email), 201)
 
 
 def _run_action(found, body: dict):

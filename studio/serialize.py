@@ -1,6 +1,7 @@
 """JSON shapes of applications, versions and records, as the console API returns them."""
 from core.clock import iso
-from studio.models import StudioActionRun, StudioApp, StudioRecord, StudioVersion
+from studio.actions import Entry
+from studio.models import StudioActionBinding, StudioActionRun, StudioApp, StudioRecord, StudioVersion
 
 
 def app_json(found: StudioApp) -> dict:
@@ -39,3 +40,18 @@ def run_json(run: StudioActionRun) -> dict:
     if run.campaign_id is not None:
         data["campaign_id"] = str(run.campaign_id)
     return data
+
+
+def entry_json(entry: Entry) -> dict:
+    """An action and its binding as GET /{id}/actions answers it."""
+    return {"version": entry.version, "live": entry.live, "action_key": entry.action["key"],
+            "title": entry.action["title"], "kind": entry.action["kind"],
+            "binding": binding_json(entry.binding, entry.bound_by) if entry.binding else None}
+
+
+def binding_json(binding: StudioActionBinding, bound_by_email: str | None) -> dict:
+    """What an administrator sees of a binding: the host, never the path, the token or its value."""
+    return {"binding_id": str(binding.id), "version": binding.version, "action_key": binding.action_key,
+            "endpoint_host": binding.endpoint_host, "bearer_token_set": binding.bearer_token is not None,
+            "enabled": binding.enabled, "bound_at": iso(binding.bound_at), "bound_by": bound_by_email,
+            "revoked_at": iso(binding.revoked_at)}

@@ -184,8 +184,9 @@ def _record_with_actions(browser, tenant, app_id: str) -> tuple[str, str]:
     record_id = _created(browser.post(f"/api/extensions/{app_id}/records", headers=ORIGIN, json={
         "version": 1, "input": {"title": "Spring sale", "amount": 5, "priority": "low"},
         "idempotency_key": str(uuid.uuid4())}), "record_id", 200)
-    return record_id, _created(browser.post(f"/api/extensions/{app_id}/actions", headers=ORIGIN, json={
-        "operation": "run", "version": 1, "record_id": record_id, "action_key": "promo", "confirm": True}), "run_id", 200)
+    campaign = browser.post(f"/api/extensions/{app_id}/actions", headers=ORIGIN, json={
+        "operation": "run", "version": 1, "record_id": record_id, "action_key": "promo", "confirm": True})
+    return record_id, _created(campaign, "run_id", 200)
 
 
 def _created(response, name: str, status: int | None = None) -> str:

@@ -37,7 +37,8 @@ def test_the_app_page_links_each_live_record_to_its_actions_and_the_addresses(ap
 def test_an_app_without_actions_says_so(api, admin_client, live_app):
     page = text_of(admin_client.get(f"/extensions/{live_app}"))
     assert "The live version defines no actions." in page and ">Actions<" not in page
-    assert "No version of this application defines actions." in text_of(admin_client.get(f"/extensions/{live_app}/actions"))
+    addresses = text_of(admin_client.get(f"/extensions/{live_app}/actions"))
+    assert "No version of this application defines actions." in addresses
 
 
 def test_binding_from_the_page_needs_the_confirmation_and_says_why_an_address_is_refused(admin_client, acting,
@@ -57,7 +58,8 @@ def test_binding_from_the_page_needs_the_confirmation_and_says_why_an_address_is
     assert done.status_code == 302
     page = admin_client.get(f"/extensions/{acting}/actions")
     assert "v1 · crm: bound to localhost." in text_of(page)
-    assert "Bound to localhost by" in text_of(page) and "Bearer token: set (stored encrypted, never shown)." in text_of(page)
+    assert "Bound to localhost by" in text_of(page)
+    assert "Bearer token: set (stored encrypted, never shown)." in text_of(page)
     assert TOKEN not in page.get_data(as_text=True)
 
 

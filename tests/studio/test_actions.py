@@ -107,7 +107,8 @@ def run_count() -> int:
 
 def audit_of(action: str) -> list[AuditEntry]:
     db.session.rollback()
-    return list(db.session.scalars(select(AuditEntry).where(AuditEntry.action == action).order_by(AuditEntry.created_at)))
+    return list(db.session.scalars(select(AuditEntry).where(AuditEntry.action == action)
+                                   .order_by(AuditEntry.created_at)))
 
 
 def ran(api, redis_conn, app_id: str, record_id: str, binding_id: str) -> dict:
@@ -129,7 +130,8 @@ def test_the_summary_lists_every_versions_actions_and_never_the_token_or_path(ap
     assert answer.status_code == 200
     entries = answer.get_json()["data"]["actions"]
     assert [(e["version"], e["action_key"], e["kind"], e["live"]) for e in entries] == [
-        (2, "crm", "http", True), (2, "promo", "campaign", True), (1, "crm", "http", False), (1, "promo", "campaign", False)]
+        (2, "crm", "http", True), (2, "promo", "campaign", True),
+        (1, "crm", "http", False), (1, "promo", "campaign", False)]
     assert entries[0]["binding"] is None and entries[1]["binding"] is None  # a new version needs a new binding
     binding = entries[2]["binding"]
     assert binding["binding_id"] == binding_id and binding["endpoint_host"] == "localhost"
@@ -250,7 +252,8 @@ def test_bind_revoke_and_every_run_are_audited_with_who_which_record_action_and_
     api.post(f"/{acting}/actions", {"operation": "bind", "version": 1, "action_key": "crm", "enabled": False})
     (bound_entry,) = audit_of("studio.action_bound")
     assert bound_entry.actor_id == admin.user_id and bound_entry.summary == {
-        "version": 1, "action_key": "crm", "binding_id": binding_id, "endpoint_host": "localhost", "bearer_token_set": True}
+        "version": 1, "action_key": "crm", "binding_id": binding_id, "endpoint_host": "localhost",
+        "bearer_token_set": True}
     (revoked_entry,) = audit_of("studio.action_revoked")
     assert revoked_entry.summary["binding_id"] == binding_id and revoked_entry.actor_id == admin.user_id
     (run_entry,) = audit_of("studio.action_run")
@@ -267,7 +270,8 @@ def test_a_run_posts_exactly_the_filled_declared_fields_with_the_action_id(api, 
     record_id = save(api, acting, {"title": "Order 7", "amount": 120, "notes": "", "tag": "vip", "urgent": False})
     outcome = ran(api, redis_conn, acting, record_id, binding_id)
     (seen,) = receiver.received
-    assert json.loads(seen.body) == {"title": "Order 7", "amount": 120, "urgent": False}  # notes unfilled, tag undeclared
+    # notes unfilled, tag not declared by the action
+    assert json.loads(seen.body) == {"title": "Order 7", "amount": 120, "urgent": False}
     assert list(json.loads(seen.body)) == ["title", "amount", "urgent"]  # the action's order
     assert seen.path == "/hooks/orders" and seen.server_name == "localhost"
     assert seen.headers["Content-Type"] == "application/json" and "Authorization" not in seen.headers
@@ -279,7 +283,8 @@ def test_a_run_posts_exactly_the_filled_declared_fields_with_the_action_id(api, 
 def test_the_action_id_is_stable_per_record_and_action(api, acting):
     first, second = uuid.uuid4(), uuid.uuid4()
     assert actions.action_id(first, "crm") == actions.action_id(first, "crm")
-    assert len({actions.action_id(first, "crm"), actions.action_id(first, "promo"), actions.action_id(second, "crm")}) == 3
+    ids = {actions.action_id(first, "crm"), actions.action_id(first, "promo"), actions.action_id(second, "crm")}
+    assert len(ids) == 3
 
 
 @pytest.mark.parametrize("status", [200, 201, 202, 204, 299])
@@ -351,7 +356,8 @@ def test_an_interrupted_send_awaits_verification_and_is_never_resent(api, acting
     db.session.execute(update(StudioActionRun).values(status="sending", started_at=utcnow() - timedelta(seconds=30)))
     db.session.commit()
     assert actions.sweep() == 0  # still within the job's bound: maybe in flight
-    db.session.execute(update(StudioActionRun).values(started_at=utcnow() - timedelta(seconds=actions.STUCK_SECONDS + 1)))
+    long_ago = utcnow() - timedelta(seconds=actions.STUCK_SECONDS + 1)
+    db.session.execute(update(StudioActionRun).values(started_at=long_ago))
     db.session.commit()
     assert actions.sweep() == 1
     work(redis_conn)
@@ -573,7 +579,8 @@ def test_a_campaign_needs_its_fields_filled(api, acting, tenant, data, code, det
 
 def test_a_campaign_names_no_binding(api, acting, tenant):
     professional(tenant)
-    answer = run(api, acting, save(api, acting, {"title": "S", "notes": "x", "tag": "t"}), str(uuid.uuid4()), key="promo")
+    record_id = save(api, acting, {"title": "S", "notes": "x", "tag": "t"})
+    answer = run(api, acting, record_id, str(uuid.uuid4()), key="promo")
     assert (answer.status_code, answer.get_json()["error"]["code"]) == (400, "invalid_binding_id")
 
 
