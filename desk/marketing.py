@@ -32,11 +32,10 @@ def campaign_account(tenant_id: uuid.UUID) -> OfficialAccount:
     return account
 
 
-def create_draft(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, title: str, body: str,
+def create_draft(account: OfficialAccount, actor_id: uuid.UUID | None, title: str, body: str,
                  audience_tag: str | None, source: str, source_ref: str) -> MarketingDraft:
-    """Save an unsent campaign draft on the tenant's independent official account."""
-    account = campaign_account(tenant_id)
-    draft = MarketingDraft(tenant_id=tenant_id, official_account_id=account.id, title=title, body=body,
+    """Save an unsent campaign draft on the independent official account (`campaign_account`)."""
+    draft = MarketingDraft(tenant_id=account.tenant_id, official_account_id=account.id, title=title, body=body,
                            audience_tag=audience_tag, source=source, source_ref=source_ref, created_by=actor_id)
     db.session.add(draft)
     db.session.flush()

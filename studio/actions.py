@@ -274,16 +274,12 @@ def count_attempt(tenant_id: uuid.UUID) -> None:
         raise ApiError("action_rate_limited", 429, headers={"Retry-After": str(window.reset_after)})
 
 
-def _run_binding(found: StudioApp, version_no: int, action: dict, binding_id: uuid.UUID | None):
-    """The binding an http run names, which must be the enabled one; a campaign names none."""
-    if action["kind"] != "http":
-        if binding_id is not None:
-            raise ApiError("invalid_binding_id", 400)
-        return None
+def _run_binding(found: StudioApp, version_no: int, action_key: str, binding_id: uuid.UUID | None):
+    """The binding an http run names, which must be the enabled one of that version and action."""
     if binding_id is None:
         raise ApiError("required_field_missing", 400, detail="binding_id")
     binding = tenant_row(StudioActionBinding, found.tenant_id, binding_id, StudioActionBinding.app_id == found.id)
-    if not binding.enabled or binding.version != version_no or binding.action_key != action["key"]:
+    if not binding.enabled or binding.version != version_no or binding.action_key != action_key:
         raise ApiError("binding_not_active", 409)
     return binding
 
@@ -303,27 +299,40 @@ def request_run(found: StudioApp, actor_id: uuid.UUID, version_no: int, record_i
     if record.version != version_no:
         raise ApiError("record_not_live", 409)
     action = _action(get_version(found, version_no).definition, action_key)
-    binding = _run_binding(found, version_no, action, binding_id)
-    if binding is not None:
-        body = http_body(action, record.data)
-    else:
-        draft = campaign_draft(action, record.data)
-        body = json.dumps(draft, ensure_ascii=False, separators=(",", ":"))
-        marketing.campaign_account(found.tenant_id)
+    if action["kind"] == "http":
+        binding = _run_binding(found, version_no, action_key, binding_id)
+        inserted = _insert_run(found, actor_id, record, action, http_body(action, record.data), binding.id)
+        job = _job(action_id(record.id, action_key)) if inserted else None
+        return find_run(found, record.id, action_key), not inserted, job
+    if binding_id is not None:
+        raise ApiError("invalid_binding_id", 400)
+    run, replayed = _request_campaign(found, actor_id, record, action)
+    return run, replayed, None
+
+
+def _request_campaign(found: StudioApp, actor_id: uuid.UUID, record: StudioRecord, action: dict):
+    """A campaign run: its draft made in this transaction; (run, replayed)."""
+    draft = campaign_draft(action, record.data)
+    account = marketing.campaign_account(found.tenant_id)
+    body = json.dumps(draft, ensure_ascii=False, separators=(",", ":"))
+    if not _insert_run(found, actor_id, record, action, body, None):
+        return find_run(found, record.id, action["key"]), True
+    made = marketing.create_draft(account, actor_id, draft["title"], draft["body"], draft["audience_tag"],
+                                  "studio_action", f"{found.id}:{record.id}:{action['key']}")
+    _conclude(action_id(record.id, action["key"]), ("queued",), "draft_created", campaign_id=made.id)
+    return find_run(found, record.id, action["key"]), False
+
+
+def _insert_run(found: StudioApp, actor_id: uuid.UUID, record: StudioRecord, action: dict, body: str,
+                binding_id: uuid.UUID | None) -> bool:
+    """Count the tenant's attempt and save the run, queued, unless a concurrent twin of this
+    request saved it first; whether this call saved it."""
     count_attempt(found.tenant_id)
-    run_id = action_id(record.id, action_key)
-    row, replayed = RUNS.insert({
-        "id": run_id, "tenant_id": found.tenant_id, "app_id": found.id, "record_id": record.id, "version": version_no,
-        "action_key": action_key, "kind": action["kind"], "binding_id": binding.id if binding else None,
-        "body": body, "status": "queued", "requested_by": actor_id})
-    if replayed:  # a concurrent twin of this request won
-        return find_run(found, record.id, action_key), True, None
-    if binding is None:
-        made = marketing.create_draft(found.tenant_id, actor_id, draft["title"], draft["body"], draft["audience_tag"],
-                                      "studio_action", f"{found.id}:{record.id}:{action_key}")
-        _conclude(run_id, ("queued",), "draft_created", campaign_id=made.id)
-        return find_run(found, record.id, action_key), False, None
-    return find_run(found, record.id, action_key), False, _job(run_id)
+    _, replayed = RUNS.insert({
+        "id": action_id(record.id, action["key"]), "tenant_id": found.tenant_id, "app_id": found.id,
+        "record_id": record.id, "version": record.version, "action_key": action["key"], "kind": action["kind"],
+        "binding_id": binding_id, "body": body, "status": "queued", "requested_by": actor_id})
+    return not replayed
 
 
 def _job(run_id: uuid.UUID) -> JobSpec:
