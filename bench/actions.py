@@ -154,15 +154,16 @@ def _runs_done(app, receiver: HttpsReceiver, tenant_ids: list, count: int):
                     and not any(_states(app, tenant_ids).get(state) for state in PENDING))
 
 
-def _jobs_done(queue: Queue, count: int):
-    """A check that `count` more jobs of the queue have finished (it raises when one failed)."""
-    finished, failed = queue.finished_job_registry, queue.failed_job_registry
-    before = finished.get_job_count(cleanup=False), failed.get_job_count(cleanup=False)
+def _jobs_done(queue: Queue, receiver: HttpsReceiver, count: int):
+    """A check that the receiver got `count` more POSTs from the bare jobs (it raises when one
+    failed). The receiver counts, not RQ's finished registry, whose entries expire meanwhile."""
+    failed, received_before = queue.failed_job_registry, len(receiver.received)
+    failed_before = failed.get_job_count(cleanup=False)
 
     def done() -> bool:
-        if failed.get_job_count(cleanup=False) > before[1]:
+        if failed.get_job_count(cleanup=False) > failed_before:
             raise RuntimeError("a job that only POSTs failed: RQ's failed job registry holds why")
-        return finished.get_job_count(cleanup=False) - before[0] >= count
+        return len(receiver.received) - received_before >= count
     return done
 
 
@@ -218,7 +219,7 @@ def _make_run_defaults(app, receiver, knobs: dict) -> None:
     starting = time.perf_counter()
     with _workers(app, knobs, 1) as (worker,):
         start_seconds = time.perf_counter() - starting
-        floor = _release(queue, bare, _jobs_done(queue, RUNS), worker)
+        floor = _release(queue, bare, _jobs_done(queue, receiver, RUNS), worker)
         served = _release(queue, runs, _runs_done(app, receiver, tenant_ids, RUNS), worker)
     after = _post_loop(app, url, body, RUNS)
     _print_make_run((before, after), served, floor, _states(app, tenant_ids), start_seconds, len(body.encode()))

@@ -113,6 +113,15 @@ def _ended(session):
     session.info.pop(WROTE, None)
 
 
+def step_connection():
+    """A pooled connection for one step of a job that waits on an outside server between steps
+    (claim, then outcome), so none is held meanwhile. On PostgreSQL each step is a single
+    statement, atomic by itself, so it runs in autocommit: one round trip, without BEGIN and
+    COMMIT; elsewhere the step is a transaction its caller commits."""
+    conn = db.engine.connect()
+    return conn.execution_options(isolation_level="AUTOCOMMIT") if conn.dialect.name == "postgresql" else conn
+
+
 def end_reads() -> None:
     """End a transaction that has only read, before waiting on something slow (the script
     runner, a model, an outside server): its pooled connection goes back to the pool and no lock

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from core.clock import utcnow
 from core.config import require_shorter
 from core.crypto import decrypt_cached, hmac_sha256_hex
-from core.db import db
+from core.db import db, step_connection
 from core.egress import EgressFailed, EgressRefused, post
 from core.queue import enqueue
 from core.queue_names import WEBHOOKS
@@ -244,23 +244,15 @@ def _finish(outbox: Outbox, conn, claim: Claim, status: int | None, error: str |
     return delivered
 
 
-def _connection():
-    """A pooled connection for one step of an attempt (the claim, the outcome); none is held while
-    the receiver answers. On PostgreSQL each step is a single statement, atomic by itself, so it
-    runs in autocommit: one round trip, without BEGIN and COMMIT."""
-    conn = db.engine.connect()
-    return conn.execution_options(isolation_level="AUTOCOMMIT") if conn.dialect.name == "postgresql" else conn
-
-
 def deliver(outbox: Outbox, event_id: str) -> str:
     """Make the next attempt of an event; raises AttemptFailed so RQ retries."""
-    with _connection() as conn:
+    with step_connection() as conn:
         claim = _claim(outbox, conn, uuid.UUID(event_id))
     if isinstance(claim, str):
         return claim
     clock = time.monotonic()
     status, error = _send(outbox, claim)
-    with _connection() as conn:
+    with step_connection() as conn:
         if _finish(outbox, conn, claim, status, error, time.monotonic() - clock):
             return "delivered"
     if claim.number > len(retry_intervals()):

@@ -16,18 +16,21 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
+from types import SimpleNamespace
 from datetime import timedelta
 
 from cryptography.fernet import InvalidToken
 from flask import current_app
-from sqlalchemy import exists, select, update
+from sqlalchemy import bindparam, exists, insert, literal, select, update
 
 from core import audit
+from core.audit import AuditEntry
 from core.api import ApiError
 from core.clock import utcnow
 from core.config import require_shorter
-from core.crypto import decrypt, encrypt
-from core.db import db, end_reads, tenant_row
+from core.crypto import decrypt_cached, encrypt
+from core.db import db, end_reads, step_connection, tenant_row
 from core.egress import EgressFailed, EgressRefused, check_endpoint, post
 from core.limits import Semaphore, hit_fixed_window
 from core.once import CreateOnce
@@ -341,22 +344,33 @@ def _job(run_id: uuid.UUID) -> JobSpec:
                    job_timeout=JOB_SECONDS)
 
 
-def _conclude(run_id: uuid.UUID, from_states: tuple[str, ...], status: str, http_status: int | None = None,
-              error: str | None = None, campaign_id: uuid.UUID | None = None) -> bool:
-    """Give a run its outcome, once, with its audit entry (the caller commits)."""
+RUN_AUDIT = "studio.action_run"
+
+
+def _audit_details(run_id: uuid.UUID, run, status: str, http_status: int | None = None, error: str | None = None,
+                   campaign_id: uuid.UUID | None = None) -> dict:
+    """A run's audit summary: which application and action, the outcome; never a value or the address."""
+    details = {"app_id": str(run.app_id), "action_key": run.action_key, "kind": run.kind, "outcome": status,
+               "run_id": str(run_id)}
+    details.update({name: value for name, value in (("http_status", http_status), ("error", error),
+                                                    ("campaign_id", str(campaign_id) if campaign_id else None))
+                    if value is not None})
+    return details
+
+
+def _conclude(run_id: uuid.UUID, from_states: tuple[str, ...], status: str, error: str | None = None,
+              campaign_id: uuid.UUID | None = None) -> bool:
+    """Give a run its outcome in the request's or the sweeper's transaction, once, with its audit
+    entry (the caller commits); the job records its own (`_finish`)."""
     done = db.session.execute(update(StudioActionRun).where(
         StudioActionRun.id == run_id, StudioActionRun.status.in_(from_states))
-        .values(status=status, http_status=http_status, error=error, campaign_id=campaign_id, finished_at=utcnow())
+        .values(status=status, error=error, campaign_id=campaign_id, finished_at=utcnow())
         .returning(StudioActionRun.tenant_id, StudioActionRun.requested_by, StudioActionRun.record_id,
                    StudioActionRun.app_id, StudioActionRun.action_key, StudioActionRun.kind)).first()
     if done is None:
         return False
-    details = {"app_id": str(done.app_id), "action_key": done.action_key, "kind": done.kind, "outcome": status,
-                "run_id": str(run_id)}
-    details.update({name: value for name, value in (("http_status", http_status), ("error", error),
-                                                    ("campaign_id", str(campaign_id) if campaign_id else None))
-                     if value is not None})
-    audit.record(done.tenant_id, done.requested_by, "studio.action_run", f"studio_record:{done.record_id}", details)
+    audit.record(done.tenant_id, done.requested_by, RUN_AUDIT, f"studio_record:{done.record_id}",
+                 _audit_details(run_id, done, status, None, error, campaign_id))
     return True
 
 
@@ -368,40 +382,74 @@ def platform_slots() -> Semaphore:
                      SLOT_LEASE_SECONDS)
 
 
+@cache
+def _statements(dialect: str) -> SimpleNamespace:
+    """Every statement of a run's job on this database, built once (Core, bind parameters named
+    `p_…`): building them costs more than running them. On PostgreSQL the outcome and its audit
+    entry are one statement (a data-modifying CTE); elsewhere two in one transaction."""
+    run, binding, entry = StudioActionRun.__table__, StudioActionBinding.__table__, AuditEntry.__table__
+    what = (run.c.body, run.c.tenant_id, run.c.requested_by, run.c.record_id, run.c.app_id, run.c.action_key,
+            run.c.kind)
+    of_binding = {name: select(binding.c[name]).where(binding.c.id == run.c.binding_id).scalar_subquery().label(name)
+                  for name in ("endpoint", "bearer_token")}
+    read = select(run.c.status, *what).where(run.c.id == bindparam("p_run"))
+    enabled = exists().where(binding.c.id == run.c.binding_id, binding.c.enabled.is_(True))
+    claim = (update(run).where(run.c.id == bindparam("p_run"), run.c.status == "queued", enabled)
+             .values(status="sending", started_at=bindparam("p_now")).returning(*what, *of_binding.values()))
+    outcome = (update(run).where(run.c.id == bindparam("p_run"), run.c.status == bindparam("p_from"))
+               .values(status=bindparam("p_status"), http_status=bindparam("p_http"), error=bindparam("p_error"),
+                       finished_at=bindparam("p_now")))
+    audited = insert(entry).values(
+        id=bindparam("p_audit"), tenant_id=bindparam("p_tenant"), actor_id=bindparam("p_actor"), action=RUN_AUDIT,
+        target=bindparam("p_target"), summary=bindparam("p_summary"), created_at=bindparam("p_now"))
+    if dialect != "postgresql":
+        return SimpleNamespace(read=read, claim=claim, finish=(outcome, audited))
+    done = outcome.returning(run.c.id).cte("done")
+    columns = ("id", "tenant_id", "actor_id", "action", "target", "summary", "created_at")
+    in_one = insert(entry).from_select(columns, select(
+        bindparam("p_audit", type_=entry.c.id.type), bindparam("p_tenant", type_=entry.c.tenant_id.type),
+        bindparam("p_actor", type_=entry.c.actor_id.type), literal(RUN_AUDIT),
+        bindparam("p_target", type_=entry.c.target.type), bindparam("p_summary", type_=entry.c.summary.type),
+        bindparam("p_now", type_=entry.c.created_at.type)).select_from(done)).add_cte(done)
+    return SimpleNamespace(read=read, claim=claim, finish=(in_one,))
+
+
 def execute(run_id: uuid.UUID) -> str:
     """Send one queued http run and record its outcome; safe to run twice (only a queued run is
-    claimed, and a claimed run is never sent again). Holds no transaction while waiting for a slot
-    or the receiver."""
-    run = db.session.get(StudioActionRun, run_id)
-    if run is None or run.status != "queued":
-        return run.status if run is not None else "missing"
-    binding = db.session.get(StudioActionBinding, run.binding_id)
-    endpoint, body = binding.endpoint, run.body.encode()
-    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, "x-service-action-id": str(run_id)}
-    try:
-        if binding.bearer_token is not None:
-            headers["Authorization"] = f"Bearer {decrypt(binding.bearer_token)}"
-    except InvalidToken:
-        return _finish(run_id, ("queued",), "failed", error="credentials_unreadable")
-    end_reads()
+    claimed, and a claimed run is never sent again). It takes a slot first, so a claimed run is
+    sent at once; no connection is held while waiting for the slot or the receiver."""
+    sql = _statements(db.engine.dialect.name)
     # SemaphoreBusy fails the job unsent; the sweeper queues the run again
     with platform_slots().hold(timeout=SLOT_WAIT_SECONDS):
-        if not _claim(run_id):
-            return _finish(run_id, ("queued",), "failed", error="binding_revoked")
-        status, http_status, error = _send(endpoint, body, headers)
-    return _finish(run_id, ("sending",), status, http_status, error)
+        with step_connection() as conn:
+            run = conn.execute(sql.claim, {"p_run": run_id, "p_now": utcnow()}).one_or_none()
+            conn.commit()
+        if run is None:
+            return _not_claimed(sql, run_id)
+        try:
+            headers = _headers(run_id, run.bearer_token)
+        except InvalidToken:  # the encryption key changed since it was bound
+            return _finish(sql, run_id, run, "sending", ("failed", None, "credentials_unreadable"))
+        outcome = _send(run.endpoint, run.body.encode(), headers)
+    return _finish(sql, run_id, run, "sending", outcome)
 
 
-def _claim(run_id: uuid.UUID) -> bool:
-    """Mark a queued run `sending` while its binding is still enabled, and commit: from here on it
-    is never sent again."""
-    enabled = exists().where(StudioActionBinding.id == StudioActionRun.binding_id,
-                             StudioActionBinding.enabled.is_(True))
-    taken = db.session.execute(update(StudioActionRun).where(
-        StudioActionRun.id == run_id, StudioActionRun.status == "queued", enabled)
-        .values(status="sending", started_at=utcnow())).rowcount
-    db.session.commit()
-    return taken == 1
+def _headers(run_id: uuid.UUID, bearer_token: str | None) -> dict:
+    """A run's request headers: its action id and, when one is bound, the decrypted bearer token."""
+    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, "x-service-action-id": str(run_id)}
+    if bearer_token is not None:
+        headers["Authorization"] = f"Bearer {decrypt_cached(bearer_token)}"
+    return headers
+
+
+def _not_claimed(sql: SimpleNamespace, run_id: uuid.UUID) -> str:
+    """Why a run was not claimed: it is not queued (a twin job, or done: its status), or its
+    binding was revoked while it waited (then it fails, unsent)."""
+    with step_connection() as conn:
+        run = conn.execute(sql.read, {"p_run": run_id}).one_or_none()
+    if run is None or run.status != "queued":
+        return run.status if run is not None else "missing"
+    return _finish(sql, run_id, run, "queued", ("failed", None, "binding_revoked"))
 
 
 def _send(endpoint: str, body: bytes, headers: dict) -> tuple[str, int | None, str | None]:
@@ -416,12 +464,20 @@ def _send(endpoint: str, body: bytes, headers: dict) -> tuple[str, int | None, s
     return ("accepted" if 200 <= response.status < 300 else "failed"), response.status, None
 
 
-def _finish(run_id: uuid.UUID, from_states: tuple[str, ...], status: str, http_status: int | None = None,
-            error: str | None = None) -> str:
-    """Record the outcome and commit; the run's status."""
-    _conclude(run_id, from_states, status, http_status, error)
-    db.session.commit()
-    return db.session.scalar(select(StudioActionRun.status).where(StudioActionRun.id == run_id))
+def _finish(sql: SimpleNamespace, run_id: uuid.UUID, run, from_state: str, outcome: tuple) -> str:
+    """Record the outcome of a run that is still `from_state`, with its audit entry, atomically;
+    the outcome's status, or `not recorded` when the run had moved on."""
+    status, http_status, error = outcome
+    values = {"p_run": run_id, "p_from": from_state, "p_status": status, "p_http": http_status, "p_error": error,
+              "p_now": utcnow(), "p_audit": uuid.uuid4(), "p_tenant": run.tenant_id, "p_actor": run.requested_by,
+              "p_target": f"studio_record:{run.record_id}",
+              "p_summary": _audit_details(run_id, run, status, http_status, error)}
+    with step_connection() as conn:
+        changed = conn.execute(sql.finish[0], values).rowcount == 1
+        if changed and len(sql.finish) > 1:
+            conn.execute(sql.finish[1], values)
+        conn.commit()
+    return status if changed else "not recorded"
 
 
 def sweep() -> int:
