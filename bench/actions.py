@@ -23,18 +23,17 @@ worker's CPU per job is printed for both. The second phase's baseline is the mos
 8 / the time of one held POST from this process.
 """
 import logging
-import os
 import statistics
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-import trustme
 from rq import Queue
 from sqlalchemy import func, select
 
-from bench.common import bench_app, durable_write_seconds, process_env, running_workers, target
+from bench.common import (bench_app, cpu_seconds, durable_write_seconds, hold_queue, https_receiver, process_env,
+                          running_workers, target)
 from core.db import db
 from core.egress import post
 from core.queue import commit_then_enqueue, enqueue
@@ -66,17 +65,6 @@ LIMIT_RUNS, LIMIT_PER_TENANT, LIMIT_WORKERS = 96, 12, 12  # phase B
 STALL = 0.3  # seconds the receiver holds each answer in phase B
 SLOTS = 8  # the platform's POSTs in flight (studio.catalog.LIMITS["action_concurrency_platform"])
 TARGET = 0.3
-
-
-def _receiver(app) -> tuple[HttpsReceiver, dict]:
-    """The loopback HTTPS receiver and the egress knobs that let the app and its workers reach it."""
-    ca = trustme.CA()
-    receiver = HttpsReceiver(ca, names=("localhost",)).start()
-    bundle = tempfile.NamedTemporaryFile(suffix=".pem", delete=False).name
-    ca.cert_pem.write_to_path(bundle)
-    knobs = {"EGRESS_ALLOW_CIDRS": "127.0.0.0/8", "EGRESS_PORT": receiver.port, "EGRESS_CA_BUNDLE": bundle}
-    app.config.update(knobs)
-    return receiver, knobs
 
 
 def _tenant(endpoint: str, records: int) -> list[tuple]:
@@ -167,29 +155,14 @@ def _jobs_done(queue: Queue, receiver: HttpsReceiver, count: int):
     return done
 
 
-def _hold(queue: Queue) -> list[bytes]:
-    """Take every job id off the queue's list (the jobs stay), to push them back later at once."""
-    with queue.connection.pipeline() as pipe:
-        pipe.lrange(queue.key, 0, -1)
-        pipe.delete(queue.key)
-        held, _ = pipe.execute()
-    return held
-
-
 def _release(queue: Queue, held: list[bytes], done, worker) -> tuple[float, float]:
     """Push the held jobs back at once and wait until `done()` (10 minutes at most): (seconds, the
     worker process's CPU seconds)."""
-    cpu, started = _cpu_seconds(worker), time.perf_counter()
+    cpu, started = cpu_seconds([worker]), time.perf_counter()
     queue.connection.rpush(queue.key, *held)
     while not done() and time.perf_counter() - started < 600:
         time.sleep(0.005)
-    return time.perf_counter() - started, _cpu_seconds(worker) - cpu
-
-
-def _cpu_seconds(process) -> float:
-    """User and system CPU time a running process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return time.perf_counter() - started, cpu_seconds([worker]) - cpu
 
 
 def _workers(app, knobs: dict, count: int):
@@ -209,11 +182,11 @@ def _make_run_defaults(app, receiver, knobs: dict) -> None:
     200 jobs that only POST (the floor of a run through the queue)."""
     url, queue = receiver.url("localhost"), _queue(app)
     tenant_ids = _request_runs(app, url, RUNS, PER_TENANT)
-    body, runs = _run_body(app, tenant_ids[0]), _hold(queue)
+    body, runs = _run_body(app, tenant_ids[0]), hold_queue(queue.connection, queue.key)
     with app.app_context():
         for _ in range(RUNS):
             enqueue("bench.actions.bare_post", url, body, queue_name=WEBHOOKS)
-    bare = _hold(queue)
+    bare = hold_queue(queue.connection, queue.key)
     _post_loop(app, url, body, 20)  # the first POSTs build the TLS context and the lookup threads
     before = _post_loop(app, url, body, RUNS)
     starting = time.perf_counter()
@@ -255,7 +228,7 @@ def _slot_limit(app, receiver, knobs: dict) -> None:
     """Phase B: 96 runs, 12 workers, answers held 0.3 s: never more than 8 POSTs at the receiver."""
     url, queue = receiver.url("localhost"), _queue(app)
     tenant_ids = _request_runs(app, url, LIMIT_RUNS, LIMIT_PER_TENANT)
-    runs = _hold(queue)
+    runs = hold_queue(queue.connection, queue.key)
     receiver.default = (200, {}, b"ok", STALL)
     one = _stalled_post_seconds(app, url, _run_body(app, tenant_ids[0]))
     ceiling = SLOTS / one
@@ -278,7 +251,7 @@ def main() -> None:
     """Print both phases."""
     logging.disable(logging.WARNING)
     app = bench_app()
-    receiver, knobs = _receiver(app)
+    receiver, knobs = https_receiver(app)
     try:
         _make_run_defaults(app, receiver, knobs)
         _slot_limit(app, receiver, knobs)

@@ -13,6 +13,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import trustme
 from cryptography.fernet import Fernet
 from flask_migrate import upgrade
 from sqlalchemy import Column, Integer, MetaData, Table
@@ -23,6 +24,7 @@ from core.config import PROJECT_ROOT
 from core.db import db
 from core.embedded_redis import start_embedded, stop_embedded
 from core.redis import get_redis
+from tests.peers import HttpsReceiver
 
 
 def bench_app():
@@ -203,3 +205,32 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def https_receiver(app) -> tuple[HttpsReceiver, dict]:
+    """The loopback HTTPS receiver and the egress knobs that let the app and its workers reach it."""
+    ca = trustme.CA()
+    receiver = HttpsReceiver(ca, names=("localhost",)).start()
+    bundle = tempfile.NamedTemporaryFile(suffix=".pem", delete=False).name
+    ca.cert_pem.write_to_path(bundle)
+    knobs = {"EGRESS_ALLOW_CIDRS": "127.0.0.0/8", "EGRESS_PORT": receiver.port, "EGRESS_CA_BUNDLE": bundle}
+    app.config.update(knobs)
+    return receiver, knobs
+
+
+def hold_queue(redis_conn, key: str) -> list[bytes]:
+    """Take every job id off a queue's list (the jobs themselves stay), to release them later at once."""
+    with redis_conn.pipeline() as pipe:
+        pipe.lrange(key, 0, -1)
+        pipe.delete(key)
+        held, _ = pipe.execute()
+    return held
+
+
+def cpu_seconds(processes: list[subprocess.Popen]) -> float:
+    """User and system CPU time the running processes have used so far (Linux /proc)."""
+    ticks = 0
+    for process in processes:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")

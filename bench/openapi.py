@@ -13,13 +13,12 @@ import sys
 import tempfile
 import time
 import uuid
-from pathlib import Path
 
-import trustme
 from rq import Queue, Worker
 from sqlalchemy import insert, select, update
 
-from bench.common import bench_app, durable_write_seconds, median_seconds, rate, target
+from bench.common import (bench_app, cpu_seconds, durable_write_seconds, hold_queue, https_receiver, median_seconds,
+                          rate, target)
 from core.config import PROJECT_ROOT
 from core.db import db
 from core.egress import post
@@ -30,7 +29,6 @@ from desk.tenancy import create_tenant
 from openapi.apps import SCOPES, create_app
 from openapi.models import OpenApp, OpenRecord, WebhookEvent
 from core.delivery import signed_headers
-from tests.peers import HttpsReceiver
 
 RECORDS = 10_000
 PAGE = 50
@@ -109,15 +107,6 @@ def _creation(app, client) -> None:
     print(f"one INSERT + COMMIT on this database (floor of any write)   {durable_write_seconds(app) * 1000:7.3f} ms")
 
 
-def _hold(redis_conn, key: str) -> list[bytes]:
-    """Take every job id off a queue's list (the jobs themselves stay), to release them later at once."""
-    with redis_conn.pipeline() as pipe:
-        pipe.lrange(key, 0, -1)
-        pipe.delete(key)
-        held, _ = pipe.execute()
-    return held
-
-
 def _start_workers(env: dict, queue: Queue) -> tuple[list[subprocess.Popen], float]:
     """Start the `flask jobs worker` processes; returns them once all listen, and how long that took."""
     started = time.perf_counter()
@@ -133,26 +122,6 @@ def _start_workers(env: dict, queue: Queue) -> tuple[list[subprocess.Popen], flo
                 raise RuntimeError("a worker exited at start:\n" + log.read().decode(errors="replace")[-2000:])
         time.sleep(0.01)
     return workers, time.perf_counter() - started
-
-
-def _cpu_seconds(processes: list[subprocess.Popen]) -> float:
-    """User and system CPU time the running processes have used so far (Linux /proc)."""
-    ticks = 0
-    for process in processes:
-        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _receiver(app) -> tuple[HttpsReceiver, dict]:
-    """The loopback HTTPS receiver and the egress knobs that let the app and its workers reach it."""
-    ca = trustme.CA()
-    receiver = HttpsReceiver(ca, names=("localhost",)).start()
-    bundle = tempfile.NamedTemporaryFile(suffix=".pem", delete=False).name
-    ca.cert_pem.write_to_path(bundle)
-    knobs = {"EGRESS_ALLOW_CIDRS": "127.0.0.0/8", "EGRESS_PORT": receiver.port, "EGRESS_CA_BUNDLE": bundle}
-    app.config.update(knobs)
-    return receiver, knobs
 
 
 def _record_events(app, token: str) -> None:
@@ -173,7 +142,7 @@ def _deliveries(app) -> None:
     and printed with the rate it would leave if it were counted too. The baseline is measured
     before and after the deliveries, and their mean is used.
     """
-    receiver, knobs = _receiver(app)
+    receiver, knobs = https_receiver(app)
     url = receiver.url("localhost")
     with app.app_context():
         made = create_app(create_tenant("Bench hooks").id, None, "Hooks", ["app.records.write"], url)
@@ -189,18 +158,18 @@ def _deliveries(app) -> None:
             signed_post()
         before = rate(signed_post)
     _record_events(app, made.token)
-    held = _hold(queue.connection, queue.key)
+    held = hold_queue(queue.connection, queue.key)
     env = {**os.environ, **{k: str(v) for k, v in knobs.items()},
            "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "REDIS_URL": app.config["REDIS_URL"],
            "SECRET_KEY": app.config["SECRET_KEY"], "ENCRYPTION_KEY": app.config["ENCRYPTION_KEY"]}
     received_before = len(receiver.received)
     workers, start_seconds = _start_workers(env, queue)
     try:
-        released, cpu = time.perf_counter(), (_cpu_seconds(workers), time.process_time())
+        released, cpu = time.perf_counter(), (cpu_seconds(workers), time.process_time())
         queue.connection.rpush(queue.key, *held)
         delivered = _wait_for_deliveries(app, app_id, receiver, received_before)
         elapsed = time.perf_counter() - released
-        delivery_cpu = (_cpu_seconds(workers) - cpu[0], time.process_time() - cpu[1])
+        delivery_cpu = (cpu_seconds(workers) - cpu[0], time.process_time() - cpu[1])
         received = len(receiver.received) - received_before
     finally:
         for worker in workers:

@@ -9,6 +9,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from cryptography.fernet import Fernet
 from rq import Queue, SimpleWorker
 from sqlalchemy import func, select, update
 
@@ -280,28 +281,24 @@ def test_a_run_posts_exactly_the_filled_declared_fields_with_the_action_id(api, 
     assert outcome["record_id"] == record_id and outcome["replayed"] is True
 
 
-def test_the_action_id_is_stable_per_record_and_action(api, acting):
+def test_the_action_id_is_stable_per_record_and_action():
     first, second = uuid.uuid4(), uuid.uuid4()
     assert actions.action_id(first, "crm") == actions.action_id(first, "crm")
     ids = {actions.action_id(first, "crm"), actions.action_id(first, "promo"), actions.action_id(second, "crm")}
     assert len(ids) == 3
 
 
-@pytest.mark.parametrize("status", [200, 201, 202, 204, 299])
-def test_a_2xx_answer_is_accepted_not_completed(api, acting, receiver, redis_conn, status):
-    receiver.answers.append((status, {}, b""))
+@pytest.mark.parametrize("status, outcome", [(200, "accepted"), (201, "accepted"), (204, "accepted"),
+                                             (299, "accepted"), (400, "failed"), (404, "failed"), (409, "failed"),
+                                             (500, "failed"), (503, "failed")])
+def test_a_2xx_answer_is_accepted_not_completed_and_any_other_fails_and_neither_is_resent(
+        api, acting, receiver, redis_conn, status, outcome):
+    receiver.answers.append((status, {}, b"answer"))
     binding_id = bound(api, acting, receiver.url("localhost"))
-    outcome = ran(api, redis_conn, acting, save(api, acting, {"title": "A"}), binding_id)
-    assert (outcome["status"], outcome["http_status"]) == ("accepted", status)
-
-
-@pytest.mark.parametrize("status", [400, 404, 409, 500, 503])
-def test_a_non_2xx_answer_fails_with_its_status_and_is_not_resent(api, acting, receiver, redis_conn, status):
-    receiver.answers.append((status, {}, b"no"))
-    binding_id = bound(api, acting, receiver.url("localhost"))
-    outcome = ran(api, redis_conn, acting, save(api, acting, {"title": "A"}), binding_id)
-    assert (outcome["status"], outcome["http_status"]) == ("failed", status)
+    data = ran(api, redis_conn, acting, save(api, acting, {"title": "A"}), binding_id)
+    assert (data["status"], data["http_status"]) == (outcome, status)
     work(redis_conn)
+    actions.sweep()
     assert len(receiver.received) == 1
 
 
@@ -384,6 +381,16 @@ def test_an_address_that_turns_internal_after_binding_is_refused_at_the_run(api,
     outcome = ran(api, redis_conn, acting, save(api, acting, {"title": "A"}), binding_id)
     assert (outcome["status"], outcome["error"]) == ("failed", "address_not_public")
     assert receiver.received == []
+
+
+def test_a_token_that_no_longer_decrypts_fails_the_run_unsent(api, acting, receiver, redis_conn, app, monkeypatch):
+    binding_id = bound(api, acting, receiver.url("localhost"), bearer_token=TOKEN)
+    record_id = save(api, acting, {"title": "A"})
+    assert run(api, acting, record_id, binding_id).status_code == 202
+    monkeypatch.setitem(app.config, "ENCRYPTION_KEY", Fernet.generate_key().decode())  # the key ring lost its key
+    work(redis_conn)
+    outcome = run(api, acting, record_id, binding_id).get_json()["data"]
+    assert (outcome["status"], outcome["error"]) == ("failed", "credentials_unreadable") and receiver.received == []
 
 
 def test_a_binding_revoked_before_the_job_stops_the_run(api, acting, receiver, redis_conn):
@@ -575,6 +582,21 @@ def test_a_campaign_needs_its_fields_filled(api, acting, tenant, data, code, det
     answer = run(api, acting, save(api, acting, data), key="promo")
     assert (answer.status_code, answer.get_json()["error"]) == (422, {"code": code, "detail": detail})
     assert drafts() == [] and run_count() == 0
+
+
+def test_a_campaign_name_longer_than_a_draft_title_is_refused(api, tenant):
+    professional(tenant)
+    campaign = {**CAMPAIGN_ACTION, "name_field": "notes"}
+    app_id = api.create(sample_definition(fields=FIELDS, actions=[campaign]))
+    api.simulate(app_id)
+    api.publish(app_id)
+    long_name = save(api, app_id, {"title": "T", "notes": "n" * 201, "tag": "vip"})
+    answer = run(api, app_id, long_name, key="promo")
+    assert (answer.status_code, answer.get_json()["error"]) == (422, {"code": "campaign_name_too_long",
+                                                                      "detail": "notes"})
+    fitting = save(api, app_id, {"title": "T", "notes": "n" * 200, "tag": "vip"})
+    assert run(api, app_id, fitting, key="promo").get_json()["data"]["status"] == "draft_created"
+    assert len(drafts()) == 1
 
 
 def test_a_campaign_names_no_binding(api, acting, tenant):
