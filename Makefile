@@ -2,7 +2,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test clean
+CATALOGS := $(patsubst %.po,%.mo,$(wildcard translations/*/LC_MESSAGES/messages.po))
+
+.PHONY: run test clean messages
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -14,11 +16,22 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-run: $(VENV)/.installed
+# The pages' languages: compiled from the committed .po catalogs, never committed themselves.
+translations/%.mo: translations/%.po $(VENV)/.installed
+	$(VENV)/bin/pybabel compile -i $< -o $@
+
+# After marking new text: collect it into every catalog, then translate what is new (docs/i18n.md).
+messages: $(VENV)/.installed
+	$(VENV)/bin/pybabel extract -F babel.cfg -k _l -k lazy_gettext --add-location=file --sort-by-file \
+		--ignore-dirs=".* ._ .venv instance node_modules" -o translations/messages.pot .
+	$(VENV)/bin/pybabel update -i translations/messages.pot -d translations --no-fuzzy-matching --ignore-obsolete \
+		--ignore-pot-creation-date
+
+run: $(VENV)/.installed $(CATALOGS)
 	$(PY) -m jobs.launch
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev $(CATALOGS)
 	$(PY) -m pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis $(CATALOGS)

@@ -1,4 +1,4 @@
-"""Clock helpers: store UTC, display and interpret dates in Beijing time (Asia/Shanghai)."""
+"""Clock helpers: store UTC, interpret dates in Beijing time (Asia/Shanghai); core/i18n.py shows them."""
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -15,22 +15,6 @@ def to_beijing(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         raise ValueError("naive datetime")
     return moment.astimezone(BEIJING)
-
-
-def format_beijing(moment: datetime | None, with_zone: bool = True) -> str:
-    """Render a moment for people: `2026-11-22 21:35 Beijing time`."""
-    if moment is None:
-        return ""
-    text = to_beijing(moment).strftime("%Y-%m-%d %H:%M")
-    return f"{text} Beijing time" if with_zone else text
-
-
-def format_beijing_seconds(moment: str | None) -> str:
-    """An ISO-8601 time (as the JSON APIs give it) for people, to the second: rolling quotas
-    free up at any second."""
-    if moment is None:
-        return ""
-    return to_beijing(datetime.fromisoformat(moment)).strftime("%Y-%m-%d %H:%M:%S") + " Beijing time"
 
 
 def beijing_day_range(start: date, end: date) -> tuple[datetime, datetime]:

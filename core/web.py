@@ -12,7 +12,6 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from core.api import ApiError, error_response
-from core.clock import format_beijing, format_beijing_seconds
 from core.db import db
 
 csrf = CSRFProtect()
@@ -69,15 +68,6 @@ def close_when_off(api: Blueprint, switch: str, code: str) -> None:
             raise ApiError(code, 503)
 
 
-def format_number(value) -> str:
-    """A number for people: whole numbers without decimals, others with at most two."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.2f}".rstrip("0").rstrip(".")
-
-
 def redirect_to(url: str):
     """Go to `url`: a full page load for htmx (HX-Redirect), an HTTP redirect otherwise."""
     return HTMXResponseClientRedirect(url) if htmx else redirect(url)
@@ -113,7 +103,4 @@ def init_web(app: Flask) -> None:
     if hops:
         # Behind TLS-terminating proxies the Origin check must see the public scheme and host.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
-    app.jinja_env.filters["beijing"] = format_beijing
-    app.jinja_env.filters["beijing_seconds"] = format_beijing_seconds
-    app.jinja_env.filters["number"] = format_number
     app.register_blueprint(bp)

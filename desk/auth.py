@@ -7,13 +7,15 @@ from urllib.parse import urlsplit
 
 from flask import (Blueprint, current_app, flash, redirect, render_template, request, session,
                    url_for)
+from flask_babel import get_locale, gettext as _
 from flask_login import current_user, login_required
 from sqlalchemy import func, select
 
 from core.api import ApiError
 from core.db import db
+from core.i18n import LOCALE_SESSION_KEY, locale_of
 from core.redis import NOW_MS, get_redis, run_script
-from desk.forms import ChangePasswordForm, LoginForm, LogoutForm, SelectTenantForm
+from desk.forms import AccountForm, ChangePasswordForm, LoginForm, LogoutForm, SelectTenantForm
 from desk.handoff import redeem_link_token
 from desk.models import User
 from desk.sessions import (ASSISTANT, CONSOLE, IMPERSONATION, active_memberships, current_member,
@@ -91,7 +93,8 @@ def _safe_next(default: str) -> str:
     """Follow `next` only to a path on this site."""
     target = request.values.get("next", "")
     parts = urlsplit(target)
-    if target.startswith("/") and not target.startswith("//") and not parts.netloc:
+    # Browsers read a backslash as a slash: "/\\host" would leave the site.
+    if target.startswith("/") and not target.startswith("//") and "\\" not in target and not parts.netloc:
         return target
     return default
 
@@ -179,6 +182,44 @@ def change_password():
     return redirect(landing_url(member) if member else url_for("desk.select_tenant"))
 
 
+@bp.route("/account", methods=["GET", "POST"])
+@login_required
+def account():
+    """The console user's own settings: the pages' language (and the way to the password)."""
+    if session_type() != CONSOLE:
+        raise ApiError("session_scope_forbidden", 403)
+    form = AccountForm(locale=current_user.locale or str(get_locale()))
+    if not form.validate_on_submit():
+        status = 422 if request.method == "POST" else 200
+        return render_template("desk/account.html", form=form), status
+    current_user.locale = form.locale.data
+    db.session.commit()
+    flash(_("Saved: the pages are in the language you chose."), "ok")
+    return redirect(url_for("desk.account"))
+
+
+@bp.post("/locale")
+def switch_locale():
+    """The header's language switch: saved for a console user, kept in the session for anyone
+    else (restricted sessions never change the user's settings); back to the same page."""
+    chosen = locale_of(request.form.get("locale"))
+    if chosen is None:
+        raise ApiError("invalid_locale", 400)
+    if current_user.is_authenticated and session_type() == CONSOLE:
+        current_user.locale = chosen
+        db.session.commit()
+    else:
+        session[LOCALE_SESSION_KEY] = chosen
+    return redirect(_safe_next(url_for("desk.home")))
+
+
+def saved_locale() -> str | None:
+    """The signed-in console user's language preference (core.i18n asks for it)."""
+    if current_user.is_authenticated and session_type() == CONSOLE:
+        return current_user.locale
+    return None
+
+
 def _open_handoff(kind: str, token: str):
     """Redeem a one-time link and open a restricted session bound to the member's tenant."""
     member = redeem_link_token(kind, token)
@@ -224,4 +265,16 @@ def console_context() -> dict:
     """Who is working where, for the layout's header and navigation."""
     member = current_member() if current_user.is_authenticated else None
     return {"member": member, "session_kind": session_type(),
-            "logout_form": LogoutForm() if current_user.is_authenticated else None}
+            "logout_form": LogoutForm() if current_user.is_authenticated else None,
+            "here": _here()}
+
+
+def _here() -> str:
+    """Where the language switch comes back to: this page, or for an answer to a POST the page
+    that sent it (a POST-only address cannot be opened again)."""
+    if request.method == "GET":
+        return request.full_path.rstrip("?")
+    referrer = urlsplit(request.referrer or "")
+    if referrer.netloc == request.host and referrer.path:
+        return referrer.path + (f"?{referrer.query}" if referrer.query else "")
+    return url_for("desk.home")

@@ -1,8 +1,9 @@
 """Forms of the desk's own pages (CSRF-protected by Flask-WTF)."""
 from flask_wtf import FlaskForm
-from wtforms import EmailField, HiddenField, PasswordField
+from wtforms import EmailField, HiddenField, PasswordField, RadioField
 from wtforms.validators import DataRequired, EqualTo, Length
 
+from core.i18n import LOCALES
 from desk.tenancy import PASSWORD_MAX, PASSWORD_MIN
 
 
@@ -32,3 +33,9 @@ class ChangePasswordForm(FlaskForm):
         Length(max=PASSWORD_MAX, message=f"Use at most {PASSWORD_MAX} characters.")])
     confirm_password = PasswordField("New password again", validators=[
         DataRequired(), EqualTo("new_password", message="The two new passwords differ.")])
+
+
+class AccountForm(FlaskForm):
+    """The user's own settings: the pages' language."""
+
+    locale = RadioField(choices=list(LOCALES.items()), validators=[DataRequired()])

@@ -95,6 +95,7 @@ class User(UUIDPrimaryKey, UserMixin, Base):
     email: Mapped[str] = mapped_column(String(254), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    locale: Mapped[str | None] = mapped_column(String(8))  # the pages' language, a core.i18n.LOCALES id
 
     def set_password(self, password: str) -> None:
         """Store a salted hash of the password."""

@@ -14,6 +14,7 @@ from sqlalchemy import Select, and_, bindparam, select
 from core.api import ApiError, wants_json
 from core.guards import SAFE_METHODS, require_same_origin
 from core.db import db
+from core.i18n import LOCALE_SESSION_KEY
 from core.redis import NOW_MS, get_redis, run_script
 from desk.models import Member, Tenant, User
 
@@ -92,7 +93,10 @@ def start_session(user: User, session_type: str, tenant_id: uuid.UUID | None = N
     if session_type not in SESSION_TYPES:
         raise ValueError(session_type)
     _end_registered()
+    language = session.get(LOCALE_SESSION_KEY)  # chosen before logging in: keep it
     session.clear()
+    if language is not None:
+        session[LOCALE_SESSION_KEY] = language
     session_id = secrets.token_urlsafe(32)
     digest = _digest(session_id)
     run_script(_OPEN, [SESSION_KEY + digest, f"{USER_SESSIONS_KEY}{user.id}"],

@@ -9,7 +9,7 @@ from flask_login import current_user
 
 from core.api import ApiError
 from core.capabilities import CAPABILITY_VERSION
-from core.clock import format_beijing
+from core.i18n import beijing
 from core.db import db
 from core.forms import form_integer, number_or_text
 from core.model import model_state
@@ -45,7 +45,7 @@ PUBLISH_ERRORS = {
 
 def _when(text: str | None) -> str:
     """An ISO timestamp of the services, in Beijing time with the zone named."""
-    return format_beijing(datetime.fromisoformat(text)) if text else ""
+    return beijing(datetime.fromisoformat(text)) if text else ""
 
 
 def _members(overview: dict) -> list[dict]:

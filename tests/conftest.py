@@ -78,8 +78,13 @@ class IsolatedClient(FlaskClient):
     """A test client whose requests get their own app context, `g` and database session.
 
     Tests keep an app context pushed for their own queries; without this, Flask would reuse
-    it for requests, sharing `g` and the session between the test and the app.
+    it for requests, sharing `g` and the session between the test and the app. It reads the pages
+    in English, as a browser saying so would (tests/test_i18n.py reads them in both languages).
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.environ_base["HTTP_ACCEPT_LANGUAGE"] = "en"
 
     def open(self, *args, **kwargs):
         return contextvars.Context().run(super().open, *args, **kwargs)

@@ -1,3 +1,11 @@
+// The script's own messages in the page's language (core/i18n.py serves them as a small catalog;
+// the English words stand in until it arrives or if it cannot).
+const MESSAGES = {copied: "Copied", copy_failed: "Copy failed: select the text"};
+fetch(`/i18n/${document.documentElement.lang}.json`, {credentials: "same-origin"})
+  .then((answer) => (answer.ok ? answer.json() : {}))
+  .then((catalog) => Object.assign(MESSAGES, catalog))
+  .catch(() => {});
+
 // Open and close <dialog> elements by data attributes (keyboard: Enter opens, Esc closes).
 document.addEventListener("click", (event) => {
   const opener = event.target.closest("[data-open-dialog]");
@@ -364,9 +372,9 @@ document.addEventListener("click", async (event) => {
   button.dataset.label = label;
   try {
     await navigator.clipboard.writeText(source.textContent);
-    button.textContent = "Copied";
+    button.textContent = MESSAGES.copied;
   } catch {
-    button.textContent = "Copy failed: select the text";
+    button.textContent = MESSAGES.copy_failed;
   }
   setTimeout(() => { button.textContent = label; }, 2000);
 });

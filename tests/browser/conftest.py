@@ -20,7 +20,7 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    """A fresh browser context (no cookies) per test."""
-    context = browser.new_context()
+    """A fresh browser context (no cookies) per test, reading the pages in English."""
+    context = browser.new_context(locale="en-US")
     yield context.new_page()
     context.close()

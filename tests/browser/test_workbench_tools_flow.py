@@ -25,7 +25,7 @@ DEFINITION = sample_definition(workbench=WORKBENCH, intent={"labels": ["退款",
 @pytest.fixture
 def agent_page(browser, live_server, agent):
     """The agent, logged in, in a context that may use the clipboard."""
-    context = browser.new_context(permissions=["clipboard-read", "clipboard-write"])
+    context = browser.new_context(locale="en-US", permissions=["clipboard-read", "clipboard-write"])
     page = context.new_page()
     _log_in(page, live_server, agent.user.email)
     yield page

@@ -16,8 +16,9 @@ def change(browser, current=PASSWORD, new=NEW_PASSWORD, confirm=None, token=None
         "new_password": new, "confirm_password": new if confirm is None else confirm})
 
 
-def test_the_header_links_to_the_page_and_the_form_has_three_password_fields(admin_client):
-    assert 'href="/account/password"' in admin_client.get("/extensions").get_data(as_text=True)
+def test_the_account_page_links_to_the_page_and_the_form_has_three_password_fields(admin_client):
+    assert 'href="/account"' in admin_client.get("/extensions").get_data(as_text=True)
+    assert 'href="/account/password"' in admin_client.get("/account").get_data(as_text=True)
     page = admin_client.get("/account/password").get_data(as_text=True)
     for name in ("current_password", "new_password", "confirm_password"):
         assert f'name="{name}"' in page and 'type="password"' in page
