@@ -3,6 +3,7 @@ locale a request uses, the client script's small catalog, and how times (Beijing
 named) and numbers read in each locale."""
 from datetime import datetime
 
+from babel import Locale
 from flask import Blueprint, Flask, current_app, has_request_context, jsonify, request, session
 from flask_babel import Babel, force_locale, format_datetime, format_decimal, get_locale, gettext as _
 from flask_babel import lazy_gettext as _l
@@ -20,6 +21,8 @@ CLIENT_MESSAGES = {
     "copied": _l("Copied"),
     "copy_failed": _l("Copy failed: select the text"),
 }
+
+_BY_BABEL_NAME = {str(Locale.parse(locale)): locale for locale in LOCALES}  # zh_Hans_CN → zh_CN
 
 babel = Babel()
 bp = Blueprint("i18n", __name__)
@@ -48,6 +51,11 @@ def select_locale() -> str:
         return session[LOCALE_SESSION_KEY]
     wanted = request.accept_languages.best_match([language_tag(locale) for locale in LOCALES])
     return locale_of(wanted) or DEFAULT_LOCALE
+
+
+def current_locale() -> str:
+    """The LOCALES id this request's pages are in."""
+    return _BY_BABEL_NAME[str(get_locale())]
 
 
 def beijing(moment: datetime | None, seconds: bool = False, with_zone: bool = True) -> str:
@@ -99,7 +107,7 @@ def init_i18n(app: Flask) -> None:
 
     @app.context_processor
     def languages() -> dict:
-        current = str(get_locale())
+        current = current_locale()
         return {"html_lang": language_tag(current), "current_locale": current, "locales": LOCALES}
 
     app.register_blueprint(bp)

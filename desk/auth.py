@@ -7,13 +7,13 @@ from urllib.parse import urlsplit
 
 from flask import (Blueprint, current_app, flash, redirect, render_template, request, session,
                    url_for)
-from flask_babel import get_locale, gettext as _
+from flask_babel import gettext as _
 from flask_login import current_user, login_required
 from sqlalchemy import func, select
 
 from core.api import ApiError
 from core.db import db
-from core.i18n import LOCALE_SESSION_KEY, locale_of
+from core.i18n import LOCALE_SESSION_KEY, current_locale, locale_of
 from core.redis import NOW_MS, get_redis, run_script
 from desk.forms import AccountForm, ChangePasswordForm, LoginForm, LogoutForm, SelectTenantForm
 from desk.handoff import redeem_link_token
@@ -188,7 +188,7 @@ def account():
     """The console user's own settings: the pages' language (and the way to the password)."""
     if session_type() != CONSOLE:
         raise ApiError("session_scope_forbidden", 403)
-    form = AccountForm(locale=current_user.locale or str(get_locale()))
+    form = AccountForm(locale=current_user.locale or current_locale())
     if not form.validate_on_submit():
         status = 422 if request.method == "POST" else 200
         return render_template("desk/account.html", form=form), status
