@@ -9,6 +9,7 @@ import secrets
 import uuid
 
 from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, url_for
+from flask_babel import gettext as _, lazy_gettext as _l
 from flask_login import current_user
 from redis.exceptions import RedisError
 
@@ -28,15 +29,39 @@ log = logging.getLogger(__name__)
 
 SHOWN_ONCE_SECONDS = 300
 SCOPE_LABELS = {
-    "customers.basic.read": "Customers: name and dates",
-    "customers.contact.read": "Customers: phone and e-mail (sensitive)",
-    "customers.notes.read": "Customers: internal support notes",
-    "app.records.read": "This application's records: read",
-    "app.records.write": "This application's records: create",
+    "customers.basic.read": _l("Customers: name and dates"),
+    "customers.contact.read": _l("Customers: phone and e-mail (sensitive)"),
+    "customers.notes.read": _l("Customers: internal support notes"),
+    "app.records.read": _l("This application's records: read"),
+    "app.records.write": _l("This application's records: create"),
 }
 SCOPE_CONFIRMATIONS = {
     "customers.contact.read": "confirm_contact",
     "customers.notes.read": "confirm_notes",
+}
+# Words for the states the pages show (the stored values stay as they are).
+APP_STATUSES = {"active": _l("active"), "expired": _l("expired"), "revoked": _l("revoked")}
+DELIVERY_STATUSES = {"pending": _l("pending"), "delivered": _l("delivered"), "failed": _l("failed"),
+                     "cancelled": _l("cancelled")}
+# An attempt's failure reason (core.delivery, core.egress) in words; any other shows as its code.
+ATTEMPT_ERRORS = {
+    "in_flight": _l("in flight"),
+    "interrupted": _l("interrupted"),
+    "no_endpoint": _l("no endpoint"),
+    "internal_error": _l("internal error"),
+    "timeout": _l("timeout"),
+    "tls_error": _l("tls error"),
+    "connection_failed": _l("connection failed"),
+    "response_too_large": _l("response too large"),
+    "invalid_url": _l("invalid url"),
+    "https_required": _l("https required"),
+    "credentials_in_url": _l("credentials in url"),
+    "query_not_allowed": _l("query not allowed"),
+    "port_not_allowed": _l("port not allowed"),
+    "ipv6_not_supported": _l("ipv6 not supported"),
+    "dns_failed": _l("dns failed"),
+    "no_ipv4_address": _l("no ipv4 address"),
+    "address_not_public": _l("address not public"),
 }
 
 
@@ -44,7 +69,7 @@ def _render_index(status: int = 200, errors: dict | None = None, form=None):
     """The page: the creation form and the tenant's applications."""
     tenant_id = current_member().tenant_id
     return render_template("openapi/index.html", apps=apps.list_apps(tenant_id), now=utcnow(),
-                           scope_labels=SCOPE_LABELS, confirmations=SCOPE_CONFIRMATIONS,
+                           scope_labels=SCOPE_LABELS, confirmations=SCOPE_CONFIRMATIONS, statuses=APP_STATUSES,
                            errors=errors or {}, form=form or {}, limit=apps.APPS_PER_TENANT), status
 
 
@@ -56,10 +81,11 @@ def index():
 
 
 _CREATE_ERRORS = {
-    "invalid_name": ("name", "Give the application a name of at most 80 characters."),
-    "invalid_scopes": ("scopes", "Choose at least one scope."),
-    "invalid_webhook_url": ("webhook_url", "Use a public https:// address on port 443, without a query or credentials."),
-    "app_limit": ("form", "This organisation has created 100 applications (revoked ones count)."),
+    "invalid_name": ("name", _l("Give the application a name of at most 80 characters.")),
+    "invalid_scopes": ("scopes", _l("Choose at least one scope.")),
+    "invalid_webhook_url": ("webhook_url", _l("Use a public https:// address on port 443, without a query or "
+                                              "credentials.")),
+    "app_limit": ("form", _l("This organisation has created 100 applications (revoked ones count).")),
 }
 
 
@@ -72,10 +98,10 @@ def _form_errors(form) -> dict:
     if not scopes:
         errors["scopes"] = _CREATE_ERRORS["invalid_scopes"][1]
     if scopes and form.get("confirm_processing") != "on":
-        errors["confirm_processing"] = "Confirm that an external server will process this data."
+        errors["confirm_processing"] = _("Confirm that an external server will process this data.")
     for scope, field in SCOPE_CONFIRMATIONS.items():
         if scope in scopes and form.get(field) != "on":
-            errors[field] = "This scope needs its own confirmation."
+            errors[field] = _("This scope needs its own confirmation.")
     return errors
 
 
@@ -102,8 +128,8 @@ def create():
     except RedisError:
         db.session.rollback()
         log.error("could not keep new credentials for display; nothing was created")
-        return _render_index(503, {"form": "The credentials could not be kept for display, so nothing was "
-                                           "created. Try again in a moment."}, request.form)
+        return _render_index(503, {"form": _("The credentials could not be kept for display, so nothing "
+                                             "was created. Try again in a moment.")}, request.form)
     db.session.commit()
     return redirect(url_for("openapi.credentials", once=once))
 
@@ -132,7 +158,8 @@ def revoke(app_id: uuid.UUID):
     """Revoke an application (after its in-flight writes); undelivered events are cancelled."""
     found = apps.revoke(current_member().tenant_id, current_user.id, app_id)
     db.session.commit()
-    flash(f"“{found.name}” is revoked: its token no longer works and undelivered events are cancelled.", "ok")
+    flash(_("“%(name)s” is revoked: its token no longer works and undelivered events are cancelled.",
+            name=found.name), "ok")
     return redirect(url_for("openapi.index"))
 
 
@@ -143,4 +170,5 @@ def deliveries(app_id: uuid.UUID):
     found = apps.get_app(current_member().tenant_id, app_id)
     if found.webhook_url is None:
         abort(404)
-    return render_template("openapi/deliveries.html", app=found, events=recent_deliveries(found))
+    return render_template("openapi/deliveries.html", app=found, events=recent_deliveries(found),
+                           statuses=DELIVERY_STATUSES, attempt_errors=ATTEMPT_ERRORS)
