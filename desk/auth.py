@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from flask import (Blueprint, current_app, flash, redirect, render_template, request, session,
                    url_for)
-from flask_babel import gettext as _
+from flask_babel import gettext as _, ngettext
 from flask_login import current_user, login_required
 from sqlalchemy import func, select
 
@@ -31,7 +31,6 @@ bp = Blueprint("desk", __name__)
 # attempt back and clears its pair's failures, so successes never count.
 FAILURES_PER_ACCOUNT_AND_ADDRESS = 10
 FAILURES_PER_ADDRESS = 100
-TOO_MANY = "Too many attempts. Try again in {minutes} minute(s)."
 
 # KEYS: failure sets; ARGV: window ms, each key's limit, the attempt's id. Returns 0 with the
 # attempt counted, or the ms until every key is under its limit again (until the failure that put
@@ -85,7 +84,8 @@ def forgive_login_attempt(email: str, attempt: str) -> None:
 
 def _too_many(template: str, form, field, wait: int):
     """The form again, saying how long to wait, with 429 and Retry-After."""
-    field.errors.append(TOO_MANY.format(minutes=wait // 60 + 1))
+    field.errors.append(ngettext("Too many attempts. Try again in %(num)d minute.",
+                                 "Too many attempts. Try again in %(num)d minutes.", wait // 60 + 1))
     return render_template(template, form=form), 429, {"Retry-After": str(wait)}
 
 
@@ -122,7 +122,7 @@ def login():
             forgive_login_attempt(email, attempt)
             start_session(user, CONSOLE)
             return _after_login(user)
-        form.password.errors.append("Email or password is wrong, or the account has no active seat.")
+        form.password.errors.append(_("Email or password is wrong, or the account has no active seat."))
         return render_template("desk/login.html", form=form), 422
     status = 422 if request.method == "POST" else 200
     return render_template("desk/login.html", form=form), status
@@ -151,7 +151,7 @@ def select_tenant():
         if chosen is not None:
             session["tenant_id"] = str(chosen.tenant_id)
             return redirect(_safe_next(landing_url(chosen)))
-        form.tenant_id.errors.append("Choose one of your tenants.")
+        form.tenant_id.errors.append(_("Choose one of your tenants."))
         return render_template("desk/select_tenant.html", memberships=memberships, form=form), 422
     return render_template("desk/select_tenant.html", memberships=memberships, form=form)
 
@@ -171,14 +171,14 @@ def change_password():
     if wait:
         return _too_many("desk/password.html", form, form.current_password, wait)
     if not user.check_password(form.current_password.data):
-        form.current_password.errors.append("Your current password is wrong.")
+        form.current_password.errors.append(_("Your current password is wrong."))
         return render_template("desk/password.html", form=form), 422
     forgive_login_attempt(user.email, attempt)
     member, tenant_id = current_member(), session.get("tenant_id")
     set_password(user, form.new_password.data)
     db.session.commit()
     start_session(user, CONSOLE, tenant_id=uuid.UUID(tenant_id) if tenant_id else None)  # a new id
-    flash("Password changed. Your other sessions have been logged out.", "ok")
+    flash(_("Password changed. Your other sessions have been logged out."), "ok")
     return redirect(landing_url(member) if member else url_for("desk.select_tenant"))
 
 

@@ -3,10 +3,12 @@ workbench's replies are delivered (HTTPS, its own signing secret shown once, enc
 import uuid
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _, lazy_gettext as _l
 from sqlalchemy import select
 
 from core.api import ApiError
 from core.db import db
+from core.i18n import number
 from core.text import storable
 from desk import outbound
 from desk.channels import create_channel
@@ -17,11 +19,11 @@ bp = Blueprint("channels", __name__)
 
 NAME_LIMIT = 80
 URL_MESSAGES = {
-    "https_required": "Use an https:// address.",
-    "port_not_allowed": "Use the standard HTTPS port.",
-    "credentials_in_url": "Leave user names and passwords out of the address.",
-    "query_not_allowed": "Leave the query string (?…) out of the address.",
-    "ipv6_not_supported": "Use a host name or an IPv4 address.",
+    "https_required": _l("Use an https:// address."),
+    "port_not_allowed": _l("Use the standard HTTPS port."),
+    "credentials_in_url": _l("Leave user names and passwords out of the address."),
+    "query_not_allowed": _l("Leave the query string (?…) out of the address."),
+    "ipv6_not_supported": _l("Use a host name or an IPv4 address."),
 }
 
 
@@ -47,7 +49,7 @@ def create():
     """A new channel; its inbound signing secret is shown once."""
     name = request.form.get("name", "").strip()
     if not name or len(name) > NAME_LIMIT or not storable(name):
-        return _page(422, name_error=f"Name the channel: 1 to {NAME_LIMIT} characters.", form=request.form)
+        return _page(422, name_error=_("Name the channel: 1 to %(max)d characters.", max=NAME_LIMIT), form=request.form)
     channel, secret = create_channel(current_member().tenant_id, name)
     db.session.commit()
     return _page(201, shown_secret={"channel_id": channel.id, "kind": "inbound", "secret": secret})
@@ -63,8 +65,8 @@ def set_outbound(channel_id: uuid.UUID):
         if err.code != "invalid_outbound_url":
             raise
         db.session.rollback()
-        text = URL_MESSAGES.get(err.detail, "Enter the full https:// address of your server (at most 2,048 "
-                                            "characters; a public host).")
+        text = URL_MESSAGES.get(err.detail) or _("Enter the full https:// address of your server (at most %(max)s "
+                                                 "characters; a public host).", max=number(outbound.URL_LIMIT))
         return _page(422, url_error={"channel_id": channel_id, "text": text, "value": request.form.get("url", "")})
     db.session.commit()
     return _page(200, shown_secret={"channel_id": channel_id, "kind": "outbound", "secret": secret})
@@ -76,5 +78,5 @@ def remove_outbound(channel_id: uuid.UUID):
     """Store the channel's replies only, from now on."""
     outbound.remove_endpoint(current_member().tenant_id, channel_id)
     db.session.commit()
-    flash("Replies on this channel are stored only from now on.", "ok")
+    flash(_("Replies on this channel are stored only from now on."), "ok")
     return redirect(url_for("channels.index"))

@@ -1,4 +1,5 @@
 """Forms of the desk's own pages (CSRF-protected by Flask-WTF)."""
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField, RadioField
 from wtforms.validators import DataRequired, EqualTo, Length
@@ -10,8 +11,8 @@ from desk.tenancy import PASSWORD_MAX, PASSWORD_MIN
 class LoginForm(FlaskForm):
     """Email and password."""
 
-    email = EmailField("Email", validators=[DataRequired(), Length(max=254)])
-    password = PasswordField("Password", validators=[DataRequired(), Length(max=200)])
+    email = EmailField(_l("Email"), validators=[DataRequired(), Length(max=254)])
+    password = PasswordField(_l("Password"), validators=[DataRequired(), Length(max=200)])
 
 
 class SelectTenantForm(FlaskForm):
@@ -27,12 +28,13 @@ class LogoutForm(FlaskForm):
 class ChangePasswordForm(FlaskForm):
     """The current password and the new one twice."""
 
-    current_password = PasswordField("Current password", validators=[DataRequired(), Length(max=PASSWORD_MAX)])
-    new_password = PasswordField("New password", validators=[
-        DataRequired(), Length(min=PASSWORD_MIN, message=f"Use at least {PASSWORD_MIN} characters."),
-        Length(max=PASSWORD_MAX, message=f"Use at most {PASSWORD_MAX} characters.")])
-    confirm_password = PasswordField("New password again", validators=[
-        DataRequired(), EqualTo("new_password", message="The two new passwords differ.")])
+    current_password = PasswordField(_l("Current password"), validators=[DataRequired(), Length(max=PASSWORD_MAX)])
+    # WTForms fills in %(min)s and %(max)s.
+    new_password = PasswordField(_l("New password"), validators=[
+        DataRequired(), Length(min=PASSWORD_MIN, message=_l("Use at least %(min)s characters.")),
+        Length(max=PASSWORD_MAX, message=_l("Use at most %(max)s characters."))])
+    confirm_password = PasswordField(_l("New password again"), validators=[
+        DataRequired(), EqualTo("new_password", message=_l("The two new passwords differ."))])
 
 
 class AccountForm(FlaskForm):

@@ -5,6 +5,7 @@ import uuid
 from datetime import date
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _, lazy_gettext as _l
 from flask_login import current_user
 from redis.exceptions import RedisError
 
@@ -15,7 +16,7 @@ from core.forms import form_integer
 from core.queue import enqueue
 from core.web import htmx
 from desk import knowledge
-from desk.knowledge_market import ARTICLES, LICENSE, ORIGIN, find_article
+from desk.knowledge_market import ARTICLES, LICENSE, ORIGIN, find_article, localized, shown
 from desk.models import KnowledgeDocument
 from desk.sessions import admin_console_required, current_member
 
@@ -24,19 +25,23 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE = 50
 FIELD_MESSAGES = {
-    ("title", "required"): "Enter a title.",
-    ("title", "too_long"): f"Use at most {knowledge.TITLE_MAX_CHARS} characters.",
-    ("title", "unstorable"): "Remove the characters that cannot be stored.",
-    ("body", "required"): "Enter the text of the document.",
-    ("body", "too_long"): f"Use at most {knowledge.BODY_MAX_CHARS:,} characters.",
-    ("body", "unstorable"): "Remove the characters that cannot be stored (NUL or broken characters).",
+    ("title", "required"): _l("Enter a title."),
+    ("title", "too_long"): _l("Use at most %(max)s characters.", max=f"{knowledge.TITLE_MAX_CHARS:,}"),
+    ("title", "unstorable"): _l("Remove the characters that cannot be stored."),
+    ("body", "required"): _l("Enter the text of the document."),
+    ("body", "too_long"): _l("Use at most %(max)s characters.", max=f"{knowledge.BODY_MAX_CHARS:,}"),
+    ("body", "unstorable"): _l("Remove the characters that cannot be stored (NUL or broken characters)."),
 }
 VALIDITY_MESSAGES = {
-    "invalid_valid_until": "Choose a date.",
-    "past": "Choose today or a later date.",
-    "too_far": f"Choose a date at most {knowledge.VALID_UNTIL_MAX_DAYS // 365} years ahead.",
+    "invalid_valid_until": _l("Choose a date."),
+    "past": _l("Choose today or a later date."),
+    "too_far": _l("Choose a date at most %(years)s years ahead.", years=knowledge.VALID_UNTIL_MAX_DAYS // 365),
 }
-CONFLICT = "Someone saved version {version} meanwhile. Review it before you continue."
+
+
+def _conflict(version: int) -> str:
+    """What to say when someone else saved a version meanwhile."""
+    return _("Someone saved version %(version)s meanwhile. Review it before you continue.", version=version)
 
 
 def _messages(errors: dict[str, str]) -> dict[str, str]:
@@ -84,7 +89,7 @@ def create():
     doc = knowledge.create_document(current_member().tenant_id, current_user.id, request.form.get("title"),
                                     request.form.get("body"))
     db.session.commit()
-    flash("Saved as a draft (version 1). Publish it to make it usable for generation.", "ok")
+    flash(_("Saved as a draft (version 1). Publish it to make it usable for generation."), "ok")
     return redirect(_document_url(doc))
 
 
@@ -102,7 +107,7 @@ def _render_document(doc: KnowledgeDocument, status: int = 200, **extra):
                "valid_until_day": to_beijing(doc.valid_until).date().isoformat() if doc.valid_until else "",
                "title_max": knowledge.TITLE_MAX_CHARS, "body_max": knowledge.BODY_MAX_CHARS,
                **_status_context(doc), **extra}
-    return render_template("desk/knowledge_document.html", **context), status
+    return render_template("desk/knowledge_document.html", provenance=shown, **context), status
 
 
 @bp.get("/knowledge/<uuid:document_id>")
@@ -129,10 +134,10 @@ def save_version(document_id: uuid.UUID):
     except ApiError:
         db.session.rollback()
         return _render_document(doc, 409, edit_form=request.form,
-                                edit_errors={"form": CONFLICT.format(version=doc.version)})
+                                edit_errors={"form": _conflict(doc.version)})
     db.session.commit()
-    flash(f"Saved version {doc.version} as a draft. Publish it again: generation uses only published, "
-          "processed versions.", "ok")
+    flash(_("Saved version %(version)s as a draft. Publish it again: generation uses only published, "
+            "processed versions.", version=doc.version), "ok")
     return redirect(_document_url(doc))
 
 
@@ -156,14 +161,14 @@ def publish(document_id: uuid.UUID):
         knowledge.publish(doc, current_user.id, form_integer(request.form.get("version")) or 0)
     except ApiError:
         db.session.rollback()
-        flash(CONFLICT.format(version=doc.version), "error")
+        flash(_conflict(doc.version), "error")
         return redirect(_document_url(doc))
     db.session.commit()
     if _queue_processing(doc):
-        flash(f"Version {doc.version} is published; safe processing is under way.", "ok")
+        flash(_("Version %(version)s is published; safe processing is under way.", version=doc.version), "ok")
     else:
-        flash(f"Version {doc.version} is published, but safe processing could not be queued. "
-              "Publish again in a moment.", "error")
+        flash(_("Version %(version)s is published, but safe processing could not be queued. "
+                "Publish again in a moment.", version=doc.version), "error")
     return redirect(_document_url(doc))
 
 
@@ -189,8 +194,8 @@ def set_valid_until(document_id: uuid.UUID):
         return _render_document(doc, 422, validity_error=VALIDITY_MESSAGES[err.detail or err.code],
                                 valid_until_day=request.form.get("valid_until", ""))
     db.session.commit()
-    flash("The document no longer has an end date." if doc.valid_until is None
-          else "The validity end is saved.", "ok")
+    flash(_("The document no longer has an end date.") if doc.valid_until is None
+          else _("The validity end is saved."), "ok")
     return redirect(_document_url(doc))
 
 
@@ -201,26 +206,29 @@ def expire(document_id: uuid.UUID):
     doc = knowledge.get_document(current_member().tenant_id, document_id)
     knowledge.expire(doc, current_user.id)
     db.session.commit()
-    flash("The document is expired: generation can no longer use it. Publish it to use it again.", "ok")
+    flash(_("The document is expired: generation can no longer use it. Publish it to use it again."), "ok")
     return redirect(_document_url(doc))
 
 
 @bp.get("/template-market/knowledge")
 @admin_console_required
 def template_market():
-    """Built-in knowledge articles."""
-    return render_template("desk/knowledge_market.html", articles=ARTICLES, origin=ORIGIN, license=LICENSE)
+    """Built-in knowledge articles, in the page's language."""
+    return render_template("desk/knowledge_market.html", articles=[localized(article) for article in ARTICLES],
+                           origin=_(ORIGIN), license=_(LICENSE))
 
 
 @bp.post("/template-market/knowledge/<slug>/import")
 @admin_console_required
 def import_article(slug: str):
-    """Import an article as an unpublished version-1 draft keeping its origin and licence."""
+    """Import an article, in the page's language, as an unpublished version-1 draft keeping its
+    origin and licence (stored in English: the document page translates them)."""
     article = find_article(slug)
     if article is None:
         raise ApiError("not_found", 404)
+    article = localized(article)
     doc = knowledge.create_document(current_member().tenant_id, current_user.id, article["title"],
                                     article["body"], origin=f"{ORIGIN}: {article['title']}", license=LICENSE)
     db.session.commit()
-    flash(f"Imported “{article['title']}” as a draft. Review it, then publish it.", "ok")
+    flash(_("Imported “%(title)s” as a draft. Review it, then publish it.", title=article["title"]), "ok")
     return redirect(_document_url(doc))

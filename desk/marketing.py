@@ -3,6 +3,7 @@ here for audience and consent review, approval and scheduling by the bulk-send p
 here sends: a draft is only a row in `draft` state (sending is reviewed separately)."""
 import uuid
 
+from flask_babel import lazy_gettext as _l
 from sqlalchemy import select
 
 from core.api import ApiError
@@ -10,8 +11,8 @@ from core.db import db
 from desk.models import MarketingDraft, OfficialAccount, Tenant
 
 CAMPAIGN_TIER = "professional"
-REVIEW_STATES = {"draft": "Awaiting review"}  # approval and scheduling happen in the bulk-send process
-ALL_OPTED_IN = "All eligible opted-in recipients"
+REVIEW_STATES = {"draft": _l("Awaiting review")}  # approval and scheduling happen in the bulk-send process
+ALL_OPTED_IN = _l("All eligible opted-in recipients")
 LIST_LIMIT = 100
 
 

@@ -1,7 +1,19 @@
-"""Built-in quick replies of the template market, each in Simplified Chinese and in English;
-importing one makes it the tenant's own (it keeps its origin and licence)."""
-ORIGIN = "Custom Studio built-in quick replies"
-LICENSE = "CC0 1.0 — free to use, modify and share, no attribution required"
+"""Built-in quick replies of the template market, each in Simplified Chinese and in English (both
+offered whatever the page's language: a tenant may serve customers in either); importing one makes
+it the tenant's own (it keeps its origin and licence).
+
+The origin and licence are stored in English with each import and marked with `N_` for the
+catalogs; `shown` translates them for the page."""
+from flask_babel import gettext as _
+
+
+def N_(text: str) -> str:
+    """Mark text for the catalogs (pybabel extracts N_ like gettext) and leave it as it is."""
+    return text
+
+
+ORIGIN = N_("Custom Studio built-in quick replies")
+LICENSE = N_("CC0 1.0 — free to use, modify and share, no attribution required")
 LANGUAGES = {"zh-CN": "中文（简体）", "en": "English"}
 
 REPLIES = [
@@ -35,3 +47,13 @@ REPLIES = [
 def find_reply(slug: str) -> dict | None:
     """The built-in reply with this slug."""
     return next((reply for reply in REPLIES if reply["slug"] == slug), None)
+
+
+def shown(text: str | None) -> str | None:
+    """An imported reply's stored origin or licence, for people: the library's own words in the
+    page's language, anything else as it is."""
+    if text == LICENSE:
+        return _(LICENSE)
+    if text and text.startswith(f"{ORIGIN}: "):
+        return _("%(library)s: %(item)s", library=_(ORIGIN), item=text[len(ORIGIN) + 2:])
+    return text

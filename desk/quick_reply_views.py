@@ -3,21 +3,23 @@ built-in bilingual replies to import."""
 import uuid
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _, lazy_gettext as _l
 
 from core.api import ApiError
 from core.db import db
+from core.i18n import current_locale, language_tag
 from desk import quick_replies
-from desk.quick_reply_market import LANGUAGES, LICENSE, ORIGIN, REPLIES, find_reply
+from desk.quick_reply_market import LANGUAGES, LICENSE, ORIGIN, REPLIES, find_reply, shown
 from desk.sessions import admin_console_required, current_member
 
 bp = Blueprint("quick_replies", __name__)
 
 MESSAGES = {
-    "title": f"Give it a title of 1 to {quick_replies.TITLE_LIMIT} characters.",
-    "body": f"Write the reply: 1 to {quick_replies.BODY_LIMIT:,} characters.",
-    "quick_reply_title_taken": "Another quick reply has this title: choose another.",
-    "quick_reply_limit": f"This workspace has {quick_replies.LIMIT} quick replies, the most it may keep: "
-                         "delete one first.",
+    "title": _l("Give it a title of 1 to %(max)s characters.", max=f"{quick_replies.TITLE_LIMIT:,}"),
+    "body": _l("Write the reply: 1 to %(max)s characters.", max=f"{quick_replies.BODY_LIMIT:,}"),
+    "quick_reply_title_taken": _l("Another quick reply has this title: choose another."),
+    "quick_reply_limit": _l("This workspace has %(limit)s quick replies, the most it may keep: delete one first.",
+                            limit=quick_replies.LIMIT),
 }
 
 
@@ -26,7 +28,7 @@ def _page(status: int = 200, errors: dict | None = None, form: dict | None = Non
     replies = quick_replies.tenant_replies(current_member().tenant_id)
     return render_template("desk/quick_replies.html", replies=replies, errors=errors or {}, form=form or {},
                            editing=editing, limit=quick_replies.LIMIT, title_max=quick_replies.TITLE_LIMIT,
-                           body_max=quick_replies.BODY_LIMIT), status
+                           body_max=quick_replies.BODY_LIMIT, provenance=shown), status
 
 
 def _refused(err: ApiError) -> dict:
@@ -56,7 +58,7 @@ def add():
         db.session.rollback()
         return _page(422, _refused(err), request.form)
     db.session.commit()
-    flash(f"Saved “{reply.title}”. Agents pick it by typing / in the composer.", "ok")
+    flash(_("Saved “%(title)s”. Agents pick it by typing / in the composer.", title=reply.title), "ok")
     return redirect(url_for("quick_replies.index"))
 
 
@@ -73,7 +75,7 @@ def edit(reply_id: uuid.UUID):
             raise
         return _page(422, _refused(err), request.form, editing=str(reply_id))
     db.session.commit()
-    flash("Saved.", "ok")
+    flash(_("Saved."), "ok")
     return redirect(url_for("quick_replies.index"))
 
 
@@ -83,17 +85,20 @@ def delete(reply_id: uuid.UUID):
     """Delete a quick reply."""
     quick_replies.delete_reply(current_member().tenant_id, reply_id)
     db.session.commit()
-    flash("Deleted.", "ok")
+    flash(_("Deleted."), "ok")
     return redirect(url_for("quick_replies.index"))
 
 
 @bp.get("/template-market/quick_replies")
 @admin_console_required
 def market():
-    """The built-in quick replies, by language."""
+    """The built-in quick replies in both languages, the page's own first (each stays as written:
+    a tenant may serve customers in either)."""
     owned = {reply.title for reply in quick_replies.tenant_replies(current_member().tenant_id)}
-    return render_template("desk/quick_reply_market.html", languages=LANGUAGES, replies=REPLIES, owned=owned,
-                           origin=ORIGIN, license=LICENSE)
+    page = language_tag(current_locale())
+    languages = dict(sorted(LANGUAGES.items(), key=lambda item: item[0] != page))
+    return render_template("desk/quick_reply_market.html", languages=languages, replies=REPLIES, owned=owned,
+                           origin=_(ORIGIN), license=_(LICENSE))
 
 
 def _import(entries: list[dict]) -> tuple[int, int]:
@@ -119,10 +124,11 @@ def _imported(entries: list[dict]):
         if err.code != "quick_reply_limit":
             raise
         db.session.commit()  # those imported before the limit stay
-        flash(MESSAGES["quick_reply_limit"], "error")
+        flash(str(MESSAGES["quick_reply_limit"]), "error")
         return redirect(url_for("quick_replies.index"))
     db.session.commit()
-    flash(f"Imported {imported}" + (f"; {skipped} you already had kept as they are." if skipped else "."), "ok")
+    flash(_("Imported %(imported)s; %(skipped)s you already had kept as they are.", imported=imported, skipped=skipped)
+          if skipped else _("Imported %(imported)s.", imported=imported), "ok")
     return redirect(url_for("quick_replies.index"))
 
 
