@@ -2,10 +2,11 @@
 locale a request uses, the client script's small catalog, and how times (Beijing time, the zone
 named) and numbers read in each locale."""
 from datetime import datetime
+from functools import cached_property
 
-from babel import Locale
+from babel import Locale, support
 from flask import Blueprint, Flask, current_app, has_request_context, jsonify, request, session
-from flask_babel import Babel, force_locale, format_datetime, format_decimal, get_locale, gettext as _
+from flask_babel import Babel, Domain, force_locale, format_datetime, format_decimal, get_locale, gettext as _
 from flask_babel import lazy_gettext as _l
 
 # Babel's locale ids with each language's own name (the switcher shows it in that language).
@@ -24,7 +25,33 @@ CLIENT_MESSAGES = {
 
 _BY_BABEL_NAME = {str(Locale.parse(locale)): locale for locale in LOCALES}  # zh_Hans_CN → zh_CN
 
-babel = Babel()
+
+class CatalogDomain(Domain):
+    """Flask-Babel's message domain, finding each language's catalog under its LOCALES id: Babel
+    names zh_CN zh_Hans_CN, for which gettext would look in zh_Hans_CN/ and zh/ only."""
+
+    def get_translations(self):
+        """The current request's catalog (English, the source language, has none)."""
+        locale = get_locale()
+        if locale is None:
+            return support.NullTranslations()
+        name = _BY_BABEL_NAME.get(str(locale), str(locale))
+        if name not in self.cache:
+            (directory,) = self.translation_directories
+            self.cache[name] = support.Translations.load(directory, [name], self.domain[0])
+        return self.cache[name]
+
+
+class CatalogBabel(Babel):
+    """Flask-Babel with the domain above."""
+
+    @cached_property
+    def domain_instance(self):
+        """The app's one message domain."""
+        return CatalogDomain(domain=self.domain)
+
+
+babel = CatalogBabel()
 bp = Blueprint("i18n", __name__)
 
 

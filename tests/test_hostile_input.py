@@ -147,7 +147,7 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns) -> Es
               "generation_id": generation_id, "channel_id": str(channel.id),
               "customer_id": str(conversations[0].customer_id), "slug": "de-escalation",
               "once": "a-used-or-unknown-once-key", "reply_id": str(reply.id), "message_id": str(sent.id), "token": "an-unknown-token", "filename": "app.css",
-              "record_id": record_id, "action_key": "crm", "action_run_id": action_run_id}
+              "record_id": record_id, "action_key": "crm", "action_run_id": action_run_id, "tag": "zh-CN"}
     return Estate(values, browser, app.test_client(), channel_secret, opened.token)
 
 

@@ -1,0 +1,51 @@
+"""Every console and workbench page, in both languages: it says its language in `<html lang>`, fits
+a 390 px wide phone without sideways scrolling (Chinese wraps differently; wide tables and editors
+scroll inside their own box) and axe-core finds no WCAG 2 A/AA violation. The URL map is walked
+with the hostile-input walk's estate (one of everything, so every section shows)."""
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_console_flow import _log_in
+from tests.browser.test_workbench_tools_flow import _violations
+from tests.test_hostile_input import _path, _rules, estate  # noqa: F401 (estate is a fixture)
+
+PHONE = {"width": 390, "height": 844}
+# The page's scroll width when it is wider than the screen, with the elements that stick out
+# (those not inside a box that scrolls or clips on its own) to say where to look.
+OVERFLOW = """() => { const width = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth <= width) return null;
+  const clipped = e => { for (let a = e.parentElement; a; a = a.parentElement) {
+    if (getComputedStyle(a).overflowX !== 'visible') return true; } return false; };
+  return [document.documentElement.scrollWidth,
+    [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > width + 1 && !clipped(e))
+      .slice(0, 5).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : ''))]; }"""
+
+
+@pytest.mark.parametrize("language, tag", [("zh-CN", "zh-CN"), ("en-US", "en")])
+def test_every_page_says_its_language_fits_a_phone_and_passes_axe(app, browser, live_server, estate, admin, tenant,
+                                                                  language, tag):
+    context = browser.new_context(locale=language, viewport=PHONE)
+    page = context.new_page()
+    _log_in(page, live_server, admin.user.email)
+    page.get_by_role("button", name=tenant.name).click()
+    expect(page).not_to_have_url(f"{live_server}/tenants/select")
+    wide, failing, seen = {}, {}, 0
+    for rule in _rules(app, "GET"):
+        path = _path(rule, estate.values)
+        if path.startswith(("/api/", "/static/")):
+            continue
+        response = page.goto(f"{live_server}{path}")
+        if response.ok and "text/html" in response.headers.get("content-type", ""):
+            seen += 1
+            if found := page.evaluate(OVERFLOW):
+                wide[path] = found
+            if not response.text().lstrip().lower().startswith("<!doctype html>"):
+                continue  # a region's partial opened on its own: the page that includes it is walked
+            if page.evaluate("document.documentElement.lang") != tag:
+                failing[path] = ["lang"]
+            elif violations := _violations(page):
+                failing[path] = violations
+    context.close()
+    assert seen >= 20
+    assert wide == {}, "\n".join(f"{path}: {found}" for path, found in wide.items())
+    assert failing == {}, "\n".join(f"{path}: {found}" for path, found in failing.items())
