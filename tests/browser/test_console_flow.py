@@ -1,4 +1,6 @@
 """What a person clicks through: log in, move around the console and workbench, log out."""
+import re
+
 from playwright.sync_api import expect
 
 from core.db import db
@@ -7,10 +9,11 @@ from tests.conftest import PASSWORD, seat
 
 
 def _log_in(page, base: str, email: str) -> None:
+    """Log in on the login page, in whichever language it speaks."""
     page.goto(f"{base}/login")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_label("Password").press("Enter")
+    page.get_by_label(re.compile("^(Email|邮箱)$")).fill(email)
+    page.get_by_label(re.compile("^(Password|密码)$")).fill(PASSWORD)
+    page.get_by_label(re.compile("^(Password|密码)$")).press("Enter")
 
 
 def test_admin_logs_in_reads_a_conversation_and_logs_out(page, live_server, tenant, admin):
