@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from flask import current_app
+from flask_babel import gettext as _
 from sqlalchemy import select
 
 from core.db import db
@@ -57,8 +58,10 @@ def thread(conversation: Conversation) -> list[Entry]:
                          | {e.after for e in events if e.kind == "assignment"}
                          | {r.target_member_id for r in receipts})
 
+    former = _("a former member")
+
     def label(kind: str, value: str | None) -> str | None:
-        return names.get(value, "a former member") if kind == "assignment" and value else value
+        return names.get(value, former) if kind == "assignment" and value else value
 
     deliveries = latest_deliveries(conversation.tenant_id, [m.id for m in messages
                                                             if m.direction == "outbound" and m.kind == "public"])

@@ -5,6 +5,7 @@ import uuid
 from datetime import UTC, datetime
 
 from flask import Blueprint, flash, g, jsonify, redirect, render_template, request, url_for
+from flask_babel import gettext as _, lazy_gettext as _l
 from redis.exceptions import RedisError
 from sqlalchemy import false, select
 
@@ -29,31 +30,33 @@ from desk.timeline import thread
 bp = Blueprint("workbench", __name__)
 log = logging.getLogger(__name__)
 
-STATUS_LABELS = {"open": "Open", "pending": "Pending", "resolved": "Resolved"}
-VIEW_LABELS = {"mine": "Mine", "unassigned": "Unassigned", "all": "All"}
-TRIGGER_LABELS = {"manual": "a manual plan", "scheduled": "a scheduled round", "message_event": "a new message"}
+# What people read (lazy: translated when shown, in the request's language).
+STATUS_LABELS = {"open": _l("Open"), "pending": _l("Pending"), "resolved": _l("Resolved")}
+VIEW_LABELS = {"mine": _l("Mine"), "unassigned": _l("Unassigned"), "all": _l("All")}
+TRIGGER_LABELS = {"manual": _l("a manual plan"), "scheduled": _l("a scheduled round"),
+                  "message_event": _l("a new message")}
 CHANGE_ERRORS = {
-    "conversation_changed": "Someone changed this conversation meanwhile; this is how it stands now. "
-                            "Try again if you still want the change.",
-    "reassign_forbidden": "Agents take unassigned conversations and let go of their own: ask a supervisor "
-                          "to reassign this one.",
-    "member_unavailable": "That member is inactive or not in this workspace: choose someone else.",
-    "invalid_status": "Choose open, pending or resolved.",
-    "invalid_form": "The form was incomplete: reload the page and try again.",
+    "conversation_changed": _l("Someone changed this conversation meanwhile; this is how it stands now. "
+                               "Try again if you still want the change."),
+    "reassign_forbidden": _l("Agents take unassigned conversations and let go of their own: ask a supervisor "
+                             "to reassign this one."),
+    "member_unavailable": _l("That member is inactive or not in this workspace: choose someone else."),
+    "invalid_status": _l("Choose open, pending or resolved."),
+    "invalid_form": _l("The form was incomplete: reload the page and try again."),
 }
 COMPOSER_ERRORS = {
-    "invalid_message": "Write something first (at most 4,000 characters).",
-    "client_message_id_reused": "This message was already sent with other text: reload the page and send again.",
-    "invalid_form": "The form was incomplete: reload the page and try again.",
+    "invalid_message": _l("Write something first (at most 4,000 characters)."),
+    "client_message_id_reused": _l("This message was already sent with other text: reload the page and send again."),
+    "invalid_form": _l("The form was incomplete: reload the page and try again."),
 }
 RETRY_ERRORS = {
-    "delivery_not_failed": "This reply is being sent or was sent already.",
-    "no_outbound_endpoint": "The channel has no outbound endpoint any more: the reply stays stored only.",
+    "delivery_not_failed": _l("This reply is being sent or was sent already."),
+    "no_outbound_endpoint": _l("The channel has no outbound endpoint any more: the reply stays stored only."),
 }
 SEARCH_ERRORS = {
-    "from": "Enter the first day as a date (YYYY-MM-DD).", "to": "Enter the last day as a date (YYYY-MM-DD).",
-    "range": "The last day comes before the first day: swap them.",
-    "text": "Search for at most 200 characters of ordinary text.", "after": "The search changed: search again.",
+    "from": _l("Enter the first day as a date (YYYY-MM-DD)."), "to": _l("Enter the last day as a date (YYYY-MM-DD)."),
+    "range": _l("The last day comes before the first day: swap them."),
+    "text": _l("Search for at most 200 characters of ordinary text."), "after": _l("The search changed: search again."),
 }
 TYPEAHEAD_LIMIT = 10
 NO_CHANGE_YET = datetime(2000, 1, 1, tzinfo=UTC)  # where the poll of a tenant without conversations starts
@@ -133,11 +136,11 @@ def choose_style():
     member = current_member()
     key = request.form.get("style", "")
     if key and key not in {style.key for style in provider().styles(member)}:
-        flash("That style is no longer on offer: choose another.", "error")
+        flash(_("That style is no longer on offer: choose another."), "error")
     else:
         member.workbench_style = key or None
         db.session.commit()
-        flash("Style applied." if key else "Default style restored.", "ok")
+        flash(_("Style applied.") if key else _("Default style restored."), "ok")
     try:
         opened = parse_uuid(request.form.get("conversation_id", ""), "invalid_form")
     except ApiError:
@@ -226,16 +229,16 @@ def send(conversation_id: uuid.UUID):
     member = current_member()
     try:
         client_message_id = parse_uuid(request.form.get("client_message_id", ""), "invalid_form")
-        _, delivery_id = post_message(member.tenant_id, member, conversation_id, request.form.get("text", ""),
-                                      request.form.get("private_note") == "on", client_message_id)
+        _message, delivery_id = post_message(member.tenant_id, member, conversation_id, request.form.get("text", ""),
+                                             request.form.get("private_note") == "on", client_message_id)
     except ApiError as err:
         if err.code not in COMPOSER_ERRORS:
             raise
         db.session.rollback()
         if not htmx:
-            flash(COMPOSER_ERRORS[err.code], "error")
+            flash(str(COMPOSER_ERRORS[err.code]), "error")
             return redirect(url_for("workbench.conversation", conversation_id=conversation_id))
-        return COMPOSER_ERRORS[err.code], 422, {"HX-Retarget": "#composer-error", "HX-Reswap": "innerHTML"}
+        return str(COMPOSER_ERRORS[err.code]), 422, {"HX-Retarget": "#composer-error", "HX-Reswap": "innerHTML"}
     db.session.commit()
     if delivery_id is not None:
         _queue_delivery(delivery_id)
@@ -260,7 +263,7 @@ def _delivery_answer(message_id: uuid.UUID, message: str | None = None, status: 
     found = tenant_row(Message, tenant_id, message_id)
     if not htmx:
         if message:
-            flash(message, "error")
+            flash(str(message), "error")
         return redirect(url_for("workbench.conversation", conversation_id=found.conversation_id))
     latest = outbound.latest_deliveries(tenant_id, [found.id]).get(found.id)
     return render_template("desk/_delivery.html", m=found, delivery=latest, delivery_message=message), status
@@ -317,7 +320,7 @@ def _answer(conversation_id: uuid.UUID, message: str | None = None, status: int 
     htmx, the conversation's page."""
     if not htmx:
         if message:
-            flash(message, "error")
+            flash(str(message), "error")
         return redirect(url_for("workbench.conversation", conversation_id=conversation_id))
     found = get_conversation(current_member().tenant_id, conversation_id)
     headers = {"HX-Trigger": "conversations-changed"} if status == 200 else {}

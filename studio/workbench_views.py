@@ -4,12 +4,14 @@ customer data, analyze intent. Every answer is the tool again, for the conversat
 import uuid
 
 from flask import Blueprint, current_app, flash, redirect, request, url_for
+from flask_babel import gettext as _, lazy_gettext as _l
 from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 
 from core.api import ApiError, parse_uuid
 from core.db import db
 from core.forms import form_integer
+from core.i18n import current_locale
 from core.web import close_when_off, htmx
 from desk.conversations import get_conversation
 from desk.models import Conversation, Member
@@ -21,25 +23,29 @@ from studio.forms import form_to_input
 bp = Blueprint("studio_workbench", __name__)
 close_when_off(bp, "EXTENSIONS_ENABLED", "extensions_disabled")
 
-CLOSED = ("This form is no longer in the workbench: an administrator removed it, disabled the application or "
-          "published a version without workbench settings. Nothing was saved; reload the workbench.")
+# What people read (lazy: translated when shown, in the request's language).
+CLOSED = _l("This form is no longer in the workbench: an administrator removed it, disabled the application or "
+            "published a version without workbench settings. Nothing was saved; reload the workbench.")
 SUBMIT_ERRORS = {
-    "idempotency_conflict": "This form instance was already submitted with other values: reload the workbench "
-                            "to start a new entry.",
-    "record_limit": "The application holds 1,000 records, its limit: ask an administrator.",
-    "invalid_idempotency_key": "The form was incomplete: reload the workbench and try again.",
+    "idempotency_conflict": _l("This form instance was already submitted with other values: reload the workbench "
+                               "to start a new entry."),
+    "record_limit": _l("The application holds 1,000 records, its limit: ask an administrator."),
+    "invalid_idempotency_key": _l("The form was incomplete: reload the workbench and try again."),
 }
 INTENT_ERRORS = {
-    "intent_no_messages": "This conversation has no public text messages to analyze yet.",
-    "intent_rate_limited": "You analyzed 10 conversations in this minute: try again shortly.",
-    "intent_not_configured": "This version has no intent labels.",
-    "model_not_configured": "The platform AI service is not configured: ask your operator.",
-    "model_configuration_invalid": "The platform AI service is misconfigured: ask your operator.",
-    "model_unavailable": "The AI service is unavailable right now: try again later.",
-    "model_request_failed": "The AI service could not answer this request: try again later.",
-    "model_rate_limited": "The AI service is busy: try again in a minute.",
-    "model_invalid_response": "The AI service gave an unusable answer: try again.",
+    "intent_no_messages": _l("This conversation has no public text messages to analyze yet."),
+    "intent_rate_limited": _l("You analyzed 10 conversations in this minute: try again shortly."),
+    "intent_not_configured": _l("This version has no intent labels."),
+    "model_not_configured": _l("The platform AI service is not configured: ask your operator."),
+    "model_configuration_invalid": _l("The platform AI service is misconfigured: ask your operator."),
+    "model_unavailable": _l("The AI service is unavailable right now: try again later."),
+    "model_request_failed": _l("The AI service could not answer this request: try again later."),
+    "model_rate_limited": _l("The AI service is busy: try again in a minute."),
+    "model_invalid_response": _l("The AI service gave an unusable answer: try again."),
 }
+# The customer-data items (studio.models.GRANT_ITEMS) as the panel names them, and their copy buttons.
+ITEM_LABELS = {"name": _l("Name"), "contact": _l("Contact data"), "note": _l("Internal note")}
+COPY_LABELS = {"name": _l("Copy name"), "contact": _l("Copy contact data"), "note": _l("Copy internal note")}
 
 
 class WorkbenchTools:
@@ -61,8 +67,8 @@ def _macros():
 
 
 _KEPT = 512  # versions (and grant sets) whose rendering a process keeps; all are dropped past it
-_BLANK_FIELDS: dict[uuid.UUID, Markup] = {}  # a version's empty form fields
-_SKELETONS: dict[tuple[uuid.UUID, frozenset], str] = {}  # a version's tool with stand-ins, per grant set
+_BLANK_FIELDS: dict[tuple[uuid.UUID, str], Markup] = {}  # a version's empty form fields, per language
+_SKELETONS: dict[tuple[uuid.UUID, frozenset, str], str] = {}  # a version's tool with stand-ins, per grants, language
 # Stand-ins for what changes per request: random per process, so no definition or customer text
 # can hold one. What replaces them is a UUID, a CSRF token, or HTML the macros escaped.
 _SLOT = uuid.uuid4().hex
@@ -82,7 +88,8 @@ def _kept(cache: dict, key, render):
 def _record_form(entry: workbench.RunEntry, conversation_id: object, csrf: str, key: object, **state) -> Markup:
     """The tool's form: empty, or as submitted with what was wrong."""
     prefix = f"wb-{str(entry.app_id)[:8]}"  # the ids of its fields, unique among the page's tools
-    blank = _kept(_BLANK_FIELDS, entry.version_id, lambda: _macros().blank_fields(entry.definition, prefix))
+    blank = _kept(_BLANK_FIELDS, (entry.version_id, current_locale()),
+                  lambda: _macros().blank_fields(entry.definition, prefix))
     return _macros().record_form(entry, conversation_id, csrf, key, blank, prefix, **state)
 
 
@@ -92,11 +99,11 @@ def _tool(entry: workbench.RunEntry, member: Member, conversation: Conversation,
     conversation's customer (read only when something is shared), the form with a new
     idempotency key (a new form instance), the intent button."""
     items = entry.granted
-    skeleton = _kept(_SKELETONS, (entry.version_id, items), lambda: str(_macros().tool(
-        entry, items, workbench.ITEM_LABELS, _record_form(entry, CONVERSATION, CSRF, KEY), CONVERSATION, CSRF,
+    skeleton = _kept(_SKELETONS, (entry.version_id, items, current_locale()), lambda: str(_macros().tool(
+        entry, items, ITEM_LABELS, _record_form(entry, CONVERSATION, CSRF, KEY), CONVERSATION, CSRF,
         SHARED, NOTICE)))
     shared = _macros().shared_data(entry.app_id, workbench.shared_profile(conversation.customer, items),
-                                   workbench.ITEM_LABELS) if items else ""
+                                   ITEM_LABELS, COPY_LABELS) if items else ""
     html = (skeleton.replace(CONVERSATION, str(conversation.id)).replace(CSRF, csrf).replace(KEY, str(uuid.uuid4()))
             .replace(NOTICE, _macros().notice(notice) if notice else "").replace(SHARED, shared))
     return Markup(html)  # the skeleton and the shared data are the macros' escaped output
@@ -116,7 +123,7 @@ def _answer(conversation: Conversation, html: str, status: int = 200, message: s
     message flashed)."""
     if not htmx:
         if message:
-            flash(message, "ok" if status == 200 else "error")
+            flash(str(message), "ok" if status == 200 else "error")
         return redirect(url_for("workbench.conversation", conversation_id=conversation.id))
     return html, status, headers or {}
 
@@ -138,7 +145,7 @@ def submit(app_id: uuid.UUID):
     try:
         entry = workbench.open_entry(member, app_id, version)
         key = parse_uuid(request.form.get("idempotency_key", ""), "invalid_idempotency_key")
-        _, replayed = workbench.submit(member, entry, conversation,
+        _record, replayed = workbench.submit(member, entry, conversation,
                                        form_to_input(entry.definition, request.form), key)
     except ApiError as err:
         if err.code in ("workbench_entry_closed", "extension_not_active"):
@@ -147,8 +154,8 @@ def submit(app_id: uuid.UUID):
         message = SUBMIT_ERRORS.get(err.code)
         html = _record_form(entry, conversation.id, generate_csrf(), request.form.get("idempotency_key", ""),
                             values=request.form, error=err, error_message=message)
-        return _answer(conversation, html, 422, message or "The form has a problem: see the fields.")
-    notice = "This submission was already saved." if replayed else "Record saved."
+        return _answer(conversation, html, 422, message or _("The form has a problem: see the fields."))
+    notice = _("This submission was already saved.") if replayed else _("Record saved.")
     html = _record_form(entry, conversation.id, generate_csrf(), uuid.uuid4(), notice=notice)  # a new form instance
     db.session.commit()
     return _answer(conversation, html, message=notice)
@@ -167,7 +174,7 @@ def grant(app_id: uuid.UUID):
             return _closed(app_id, conversation)
         raise
     db.session.commit()
-    notice = "Data sharing saved for 90 days." if request.form.getlist("items") else "Nothing is shared."
+    notice = _("Data sharing saved for 90 days.") if request.form.getlist("items") else _("Nothing is shared.")
     return _answer(conversation, _tool(entry, member, conversation, generate_csrf(), notice), message=notice)
 
 
@@ -178,7 +185,7 @@ def revoke(app_id: uuid.UUID):
     member, conversation, version = _used_in()
     workbench.revoke_all(member, app_id)
     db.session.commit()
-    notice = "Data authorization revoked: no customer data shows beside this form."
+    notice = _("Data authorization revoked: no customer data shows beside this form.")
     try:
         entry = workbench.open_entry(member, app_id, version)
     except ApiError:
@@ -190,7 +197,7 @@ def _intent_answer(app_id: uuid.UUID, conversation: Conversation, version: int, 
                    result=None, error_message: str | None = None):
     """The intent tool again: with a result or an error, and the button that asks for confirmation."""
     html = _macros().intent(app_id, conversation.id, generate_csrf(), version, result, error_message)
-    notice = f"Intent: {result.label}. It needs human review." if result else None
+    notice = _("Intent: %(label)s. It needs human review.", label=result.label) if result else None
     return _answer(conversation, html, status, error_message or notice)
 
 
@@ -200,14 +207,14 @@ def analyze(app_id: uuid.UUID):
     """Analyze the conversation's intent once the agent confirmed; nothing is sent or assigned."""
     member, conversation, version = _used_in()
     if request.form.get("confirmed") != "yes":
-        return _intent_answer(app_id, conversation, version, 422, error_message="Confirm the analysis first.")
+        return _intent_answer(app_id, conversation, version, 422, error_message=_("Confirm the analysis first."))
     try:
         result = workbench.analyze_intent(member, app_id, version, conversation)
     except ApiError as err:
         if err.code == "workbench_entry_closed":
             return _closed(app_id, conversation)
         db.session.rollback()
-        message = INTENT_ERRORS.get(err.code, f"The analysis failed ({err.code}).")
+        message = INTENT_ERRORS.get(err.code) or _("The analysis failed (%(code)s).", code=err.code)
         return _intent_answer(app_id, conversation, version, 422, error_message=message)
     db.session.commit()
     return _intent_answer(app_id, conversation, version, result=result)
