@@ -3,6 +3,8 @@ back: the rule editor (definition), the preview panel (samples and instant) and 
 import re
 from datetime import datetime
 
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from werkzeug.datastructures import MultiDict
 
 from core.clock import beijing_to_utc, to_beijing, utcnow
@@ -12,7 +14,11 @@ from rules.catalog import LIMITS
 from rules import definition as rule_definition
 from rules.preview import INSTANT_YEARS, SAMPLE_ID_CHARS, SAMPLE_STATUSES
 
-WEEKDAYS = tuple(zip(map(str, rule_definition.WEEKDAYS), ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")))
+WEEKDAYS = tuple(zip(map(str, rule_definition.WEEKDAYS),
+                    (_l("Mon"), _l("Tue"), _l("Wed"), _l("Thu"), _l("Fri"), _l("Sat"), _l("Sun"))))
+# Conversation statuses as the editor and the sample rows name them (the values stay the codes).
+STATUS_LABELS = {"open": _l("open"), "pending": _l("pending"), "resolved": _l("resolved")}
+SAMPLE_STATUS_CHOICES = tuple((status, STATUS_LABELS[status]) for status in SAMPLE_STATUSES)
 MAX_SLOT_ROWS = LIMITS["slots"]
 MAX_SAMPLE_ROWS = 20  # rows typed one by one; more samples can be pasted
 # Rows read from a post at most: more than the limits, so the service names the excess itself.
@@ -136,7 +142,7 @@ def pasted_samples(text: str) -> list[dict]:
     for line in text.replace("\r\n", "\n").split("\n"):
         if not line.strip():
             continue
-        status, _, rest = line.partition("\t")
+        status, _tab, rest = line.partition("\t")
         if rest and status.strip() in SAMPLE_STATUSES:
             line, chosen = rest, status.strip()
         else:
@@ -145,15 +151,16 @@ def pasted_samples(text: str) -> list[dict]:
     return samples
 
 
-def samples_for_preview(rows: list[dict], pasted: str) -> tuple[list[dict], list[str]]:
+def samples_for_preview(rows: list[dict], pasted: str) -> tuple[list[dict], list[tuple[str, int]]]:
     """The typed rows that have text (ids default to s1, s2, …) followed by the pasted lines, and
-    where each came from (`sample row 2`, `pasted sample 1`) to place the preview's errors."""
+    where each came from (`("row", 2)`: sample row 2, `("pasted", 1)`: pasted sample 1) to place the
+    preview's errors."""
     typed = [(i, {"id": row["id"].strip() or f"s{i + 1}", "text": row["text"], "status": row["status"],
                   "assignee_ref": row["assignee_ref"].strip() or None})
              for i, row in enumerate(rows) if row["text"].strip()]
     lines = pasted_samples(pasted)
-    origins = [f"sample row {i + 1}" for i, _ in typed] + [f"pasted sample {n + 1}" for n in range(len(lines))]
-    return [sample for _, sample in typed] + lines, origins
+    origins = [("row", i + 1) for i, _sample in typed] + [("pasted", n + 1) for n in range(len(lines))]
+    return [sample for _row, sample in typed] + lines, origins
 
 
 def instant_value(moment: datetime | None = None) -> str:
@@ -195,71 +202,90 @@ def error_place(detail: str | None) -> str:
 
 # What an error means, in words, next to its control (the code and path are shown beside it).
 _INVALID_MESSAGES = {
-    "name": f"Give the rule a name of at most {LIMITS['name_chars']} characters on one line.",
-    "trigger": "Choose one of the three triggers.",
-    "slots": f"A weekly rule needs 1 to {LIMITS['slots']} slots; the other triggers use no slots.",
-    "slot": "This slot is not valid.",
-    "slot.weekdays": "Tick at least one weekday; a weekday and time may occur only once across the slots.",
-    "slot.time": "Enter the time as HH:mm, 00:00 to 23:59 (Beijing time).",
-    "slot.assignee_ref": f"Choose an agent, or type a placeholder of at most {LIMITS['assignee_ref_chars']} "
-                         "characters.",
-    "assignee_ref": "Manual and message rules need an assignee: choose an agent or type a placeholder.",
-    "keywords": f"Manual and message rules need exactly one filter. Keywords: at most {LIMITS['keywords']}, "
-                f"each at most {LIMITS['keyword_chars']} characters, no repeats (case is ignored).",
-    "semantic": "Use keywords or semantic labels, not both.",
-    "semantic.labels": f"1 to {LIMITS['semantic_labels']} distinct labels of at most "
-                       f"{LIMITS['semantic_label_chars']} characters each; {RESERVED_LABEL} is reserved.",
-    "semantic.min_confidence": f"The confidence threshold is a number from {LIMITS['min_confidence_low']} to "
-                               f"{LIMITS['min_confidence_high']}.",
-    "statuses": "Tick open, pending or both.",
-    "overwrite_assigned": "Tick or untick the box.",
-    "max_actions": f"A whole number from 1 to {LIMITS['max_actions']}.",
+    "name": _l("Give the rule a name of at most %(max)s characters on one line.", max=LIMITS["name_chars"]),
+    "trigger": _l("Choose one of the three triggers."),
+    "slots": _l("A weekly rule needs 1 to %(max)s slots; the other triggers use no slots.", max=LIMITS["slots"]),
+    "slot": _l("This slot is not valid."),
+    "slot.weekdays": _l("Tick at least one weekday; a weekday and time may occur only once across the slots."),
+    "slot.time": _l("Enter the time as HH:mm, 00:00 to 23:59 (Beijing time)."),
+    "slot.assignee_ref": _l("Choose an agent, or type a placeholder of at most %(max)s characters.",
+                            max=LIMITS["assignee_ref_chars"]),
+    "assignee_ref": _l("Manual and message rules need an assignee: choose an agent or type a placeholder."),
+    "keywords": _l("Manual and message rules need exactly one filter. Keywords: at most %(max)s, each at most "
+                   "%(chars)s characters, no repeats (case is ignored).",
+                   max=LIMITS["keywords"], chars=LIMITS["keyword_chars"]),
+    "semantic": _l("Use keywords or semantic labels, not both."),
+    "semantic.labels": _l("1 to %(max)s distinct labels of at most %(chars)s characters each; %(reserved)s is "
+                          "reserved.", max=LIMITS["semantic_labels"], chars=LIMITS["semantic_label_chars"],
+                          reserved=RESERVED_LABEL),
+    "semantic.min_confidence": _l("The confidence threshold is a number from %(low)s to %(high)s.",
+                                  low=LIMITS["min_confidence_low"], high=LIMITS["min_confidence_high"]),
+    "statuses": _l("Tick open, pending or both."),
+    "overwrite_assigned": _l("Tick or untick the box."),
+    "max_actions": _l("A whole number from 1 to %(max)s.", max=LIMITS["max_actions"]),
 }
 _CODE_MESSAGES = {
-    "required_field_missing": "This is required.",
-    "rule_member_binding_required": "Bind this assignee: choose one of the bindable agents instead of the placeholder.",
-    "rule_member_unavailable": "This member cannot be assigned: only active, synchronized agents of this tenant "
-                               "can. Choose another agent.",
-    "version_conflict": "Someone saved a newer revision of this rule meanwhile. Your changes are still in the "
-                        "form; open the rule again to see theirs before saving yours.",
-    "rule_limit": f"This tenant already has {LIMITS['rules_per_tenant']} rules, the most allowed.",
-    "revision_limit": f"This rule already has {LIMITS['revisions_per_rule']} revisions, the most allowed.",
+    "required_field_missing": _l("This is required."),
+    "rule_member_binding_required": _l("Bind this assignee: choose one of the bindable agents instead of the "
+                                       "placeholder."),
+    "rule_member_unavailable": _l("This member cannot be assigned: only active, synchronized agents of this "
+                                  "tenant can. Choose another agent."),
+    "version_conflict": _l("Someone saved a newer revision of this rule meanwhile. Your changes are still in the "
+                           "form; open the rule again to see theirs before saving yours."),
+    "rule_limit": _l("This tenant already has %(max)s rules, the most allowed.", max=LIMITS["rules_per_tenant"]),
+    "revision_limit": _l("This rule already has %(max)s revisions, the most allowed.",
+                         max=LIMITS["revisions_per_rule"]),
 }
 
 
 def error_message(code: str, place: str) -> str:
-    """A sentence for an error shown at `place` (see error_place)."""
+    """A sentence for an error shown at `place` (see error_place), in the page's language."""
     if code in _CODE_MESSAGES:
-        return _CODE_MESSAGES[code]
+        return str(_CODE_MESSAGES[code])
     kind = re.sub(r"^slots\.\d+", "slot", place)
-    return _INVALID_MESSAGES.get(kind, "This value is not valid here.")
+    return str(_INVALID_MESSAGES[kind]) if kind in _INVALID_MESSAGES else _("This value is not valid here.")
 
 
 _SAMPLE_PATH = re.compile(r"^samples\[(\d+)\](?:\.(\w+))?$")
-_SAMPLE_FIELDS = {"id": f"its id must be unique, on one line and at most {SAMPLE_ID_CHARS} characters",
-                  "text": f"its text may be at most {LIMITS['sample_text_chars']:,} characters",
-                  "status": "its status must be open, pending or resolved",
-                  "assignee_ref": f"its current assignee must be one line of at most {LIMITS['assignee_ref_chars']} "
-                                  "characters"}
+_SAMPLE_FIELDS = {"id": _l("its id must be unique, on one line and at most %(max)s characters", max=SAMPLE_ID_CHARS),
+                  "text": _l("its text may be at most %(max)s characters", max=f"{LIMITS['sample_text_chars']:,}"),
+                  "status": _l("its status must be open, pending or resolved"),
+                  "assignee_ref": _l("its current assignee must be one line of at most %(max)s characters",
+                                     max=LIMITS["assignee_ref_chars"])}
 
 
-def preview_error_message(code: str, detail: str | None, origins: list[str]) -> str:
+def _sample_problem(origin: tuple[str, int] | None, number: int, problem: str) -> str:
+    """The sentence naming a sample's problem by the row or pasted line it came from."""
+    if origin is None:
+        return _("The sample %(num)s is not valid: %(problem)s.", num=number, problem=problem)
+    kind, number = origin
+    if kind == "row":
+        return _("The sample row %(num)s is not valid: %(problem)s.", num=number, problem=problem)
+    return _("The pasted sample %(num)s is not valid: %(problem)s.", num=number, problem=problem)
+
+
+def preview_error_message(code: str, detail: str | None, origins: list[tuple[str, int]]) -> str:
     """A sentence for a refused preview; sample paths name the row or pasted line they came from."""
     if detail and detail.startswith("definition"):
-        return "The rule in the editor is not valid: " + error_message(code, error_place(detail)).lower()
+        problem = error_message(code, error_place(detail))
+        # The English sentence continues in lower case; other scripts (and `HH:mm` in them) stay as written.
+        return _("The rule in the editor is not valid: %(problem)s",
+                 problem=problem.lower() if problem.isascii() else problem)
     if code == "semantic_confirmation_required":
-        return "Tick the confirmation for a semantic preview: the samples go to the platform's model and use AI points."
+        return _("Tick the confirmation for a semantic preview: the samples go to the platform's model and use AI "
+                 "points.")
     if code == "invalid_instant":
-        return (f"Choose the instant as a date and time (Beijing time) from {INSTANT_YEARS[0]} to "
-                f"{INSTANT_YEARS[1]}.")
+        return _("Choose the instant as a date and time (Beijing time) from %(first)s to %(last)s.",
+                 first=INSTANT_YEARS[0], last=INSTANT_YEARS[1])
     match = _SAMPLE_PATH.match(detail or "")
     if code in ("invalid_samples", "required_field_missing") and match:
         index, name = int(match[1]), match[2]
-        where = origins[index] if index < len(origins) else f"sample {index + 1}"
-        return f"The {where} is not valid: {_SAMPLE_FIELDS.get(name, 'check its values')}."
+        problem = str(_SAMPLE_FIELDS[name]) if name in _SAMPLE_FIELDS else _("check its values")
+        return _sample_problem(origins[index] if index < len(origins) else None, index + 1, problem)
     if code == "invalid_samples":
-        return (f"A preview takes at most {LIMITS['preview_samples']} samples "
-                f"({LIMITS['semantic_preview_samples']} for a semantic rule).")
+        return _("A preview takes at most %(max)s samples (%(semantic)s for a semantic rule).",
+                 max=LIMITS["preview_samples"], semantic=LIMITS["semantic_preview_samples"])
     if code.startswith("model_"):
-        return "The platform's model could not classify the samples; the points of the calls it answered still count."
-    return "The preview was refused."
+        return _("The platform's model could not classify the samples; the points of the calls it answered still "
+                 "count.")
+    return _("The preview was refused.")

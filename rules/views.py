@@ -5,6 +5,9 @@ import uuid
 from datetime import datetime
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_babel import format_datetime
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 
 from core.api import ApiError
@@ -20,26 +23,28 @@ from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE, LIMITS
 from rules.definition import STATUSES
 from rules.drafts import RULE_PREVIEW
 from rules.models import EXECUTION_MODES
-from rules.run_views import runs_context
+from rules.run_views import RUN_STATUS_LABELS, SCHEDULE_STATE_LABELS, runs_context
 from studio import generation
 
 bp = Blueprint("rules", __name__)
 close_when_off(bp, "EXTENSIONS_ENABLED", "extensions_disabled")
 
-TRIGGER_LABELS = {"weekly": "Weekly slots", "manual_sample": "Manual sample run",
-                  "message_received": "New customer message"}
-MODE_LABELS = {"plan_only": "Read-only plans", "scheduled": "Scheduled assignment (weekly rules)",
-               "message_event": "Message-triggered assignment (message rules)"}
+TRIGGER_LABELS = {"weekly": _l("Weekly slots"), "manual_sample": _l("Manual sample run"),
+                  "message_received": _l("New customer message")}
+MODE_LABELS = {"plan_only": _l("Read-only plans"), "scheduled": _l("Scheduled assignment (weekly rules)"),
+               "message_event": _l("Message-triggered assignment (message rules)")}
 PUBLISH_ERRORS = {
-    "planning_disabled": "Publishing is refused: planning is switched off on this platform "
-                         "(AUTOMATION_PLANNING_ENABLED). Drafts can still be saved and rules paused.",
-    "schedule_execution_disabled": "Publishing is refused: scheduled execution is switched off on this platform.",
-    "atomic_assignment_disabled": "Publishing is refused: atomic assignment is not available on this platform.",
-    "permission_confirmation_required": "Tick the box to confirm exactly the permissions listed for the mode.",
-    "version_conflict": "Someone published or paused this rule meanwhile; the page now shows the current state.",
-    "invalid_execution_mode": "That execution mode does not fit this rule's trigger.",
-    "rule_member_unavailable": "An assigned agent can no longer be assigned. Bind another agent, save, then publish.",
-    "rule_member_binding_required": "Every assignee must be bound to an agent before publishing.",
+    "planning_disabled": _l("Publishing is refused: planning is switched off on this platform "
+                            "(AUTOMATION_PLANNING_ENABLED). Drafts can still be saved and rules paused."),
+    "schedule_execution_disabled": _l("Publishing is refused: scheduled execution is switched off on this "
+                                      "platform."),
+    "atomic_assignment_disabled": _l("Publishing is refused: atomic assignment is not available on this platform."),
+    "permission_confirmation_required": _l("Tick the box to confirm exactly the permissions listed for the mode."),
+    "version_conflict": _l("Someone published or paused this rule meanwhile; the page now shows the current state."),
+    "invalid_execution_mode": _l("That execution mode does not fit this rule's trigger."),
+    "rule_member_unavailable": _l("An assigned agent can no longer be assigned. Bind another agent, save, then "
+                                  "publish."),
+    "rule_member_binding_required": _l("Every assignee must be bound to an agent before publishing."),
 }
 
 
@@ -64,7 +69,8 @@ def index():
     overview = service.overview(tenant_id)
     rules = [{**rule, "updated": _when(rule["updated_at"])} for rule in overview["rules"]]
     return render_template("rules/index.html", rules=rules, overview=overview, triggers=TRIGGER_LABELS,
-                           modes=MODE_LABELS, limits=LIMITS, scheduler=_scheduler_state(tenant_id))
+                           modes=MODE_LABELS, limits=LIMITS, scheduler=_scheduler_state(tenant_id),
+                           run_status_labels=RUN_STATUS_LABELS, schedule_state_labels=SCHEDULE_STATE_LABELS)
 
 
 def _scheduler_state(tenant_id: uuid.UUID) -> dict:
@@ -114,7 +120,8 @@ def _render_editor(rule_id: uuid.UUID | None, values: dict | None, status: int =
                 "paste": "", "semantic_confirmed": False, "model": model_state(),
                 "instant": extra.pop("instant", None) or forms.instant_value(),
                 "triggers": TRIGGER_LABELS, "modes": MODE_LABELS, "weekdays": forms.WEEKDAYS,
-                "statuses": STATUSES, "sample_statuses": forms.SAMPLE_STATUSES, "limits": LIMITS,
+                "statuses": STATUSES, "status_labels": forms.STATUS_LABELS,
+                "sample_statuses": forms.SAMPLE_STATUS_CHOICES, "limits": LIMITS,
                 "max_slot_rows": forms.MAX_SLOT_ROWS, "max_sample_rows": forms.MAX_SAMPLE_ROWS, **extra}
     return render_template("rules/rule.html", **context), status
 
@@ -165,8 +172,8 @@ def _save(rule_id: uuid.UUID | None):
         status = 409 if err.code == "version_conflict" else 422
         return _render_editor(rule_id, posted.pop("values"), status, error=err, **posted)
     db.session.commit()
-    flash(f"Saved revision {saved['revision']} as a draft. The published revision is unchanged until you publish.",
-          "ok")
+    flash(_("Saved revision %(revision)s as a draft. The published revision is unchanged until you publish.",
+            revision=saved["revision"]), "ok")
     return redirect(url_for("rules.rule_page", rule_id=saved["rule_id"]))
 
 
@@ -205,7 +212,7 @@ def _change_rows(posted: dict, op: str, index: int) -> str:
 def editor_rows():
     """Add or remove a slot or sample row (nothing is saved): the rows' partial for htmx, the
     whole editor page otherwise."""
-    op, _, index = request.form.get("op", "").partition(":")
+    op, _colon, index = request.form.get("op", "").partition(":")
     posted = _posted_editor()
     position = form_integer(index)
     part = _change_rows(posted, op, -1 if position is None else position)
@@ -215,7 +222,7 @@ def editor_rows():
     overview = service.overview(current_member().tenant_id)
     return render_template(f"rules/_{part}.html", values=posted["values"], samples=posted["samples"],
                            members=_members(overview), weekdays=forms.WEEKDAYS,
-                           sample_statuses=forms.SAMPLE_STATUSES, max_slot_rows=forms.MAX_SLOT_ROWS,
+                           sample_statuses=forms.SAMPLE_STATUS_CHOICES, max_slot_rows=forms.MAX_SLOT_ROWS,
                            max_sample_rows=forms.MAX_SAMPLE_ROWS, error=None, place=None, focus=op)
 
 
@@ -235,9 +242,11 @@ def _rule_id(text: str) -> uuid.UUID | None:
 # --- preview ------------------------------------------------------------------------------------
 
 def _next_times(times: list[str]) -> list[dict]:
-    """The preview's next slot starts (ISO, +08:00) as Beijing wall-clock text."""
+    """The preview's next slot starts (ISO, +08:00) as Beijing wall-clock text, the weekday named in
+    the page's language."""
     moments = [datetime.fromisoformat(text) for text in times]
-    return [{"iso": text, "text": moment.strftime("%Y-%m-%d %a %H:%M")} for text, moment in zip(times, moments)]
+    return [{"iso": text, "text": format_datetime(moment, "yyyy-MM-dd EEE HH:mm")}
+            for text, moment in zip(times, moments)]
 
 
 @bp.post("/extensions/automation/preview")
@@ -295,10 +304,12 @@ def publish(rule_id: uuid.UUID):
         db.session.rollback()
         if err.code == "not_found":
             raise
-        flash(PUBLISH_ERRORS.get(err.code, f"Publishing failed: {err.code}."), "error")
+        flash(str(PUBLISH_ERRORS[err.code]) if err.code in PUBLISH_ERRORS
+              else _("Publishing failed: %(code)s.", code=err.code), "error")
         return redirect(url_for("rules.rule_page", rule_id=rule_id, revision=number))
     db.session.commit()
-    flash(f"Revision {number} is published: {MODE_LABELS[mode].lower()}.", "ok")
+    flash(_("Revision %(revision)s is published: %(mode)s.", revision=number, mode=str(MODE_LABELS[mode]).lower()),
+          "ok")
     return redirect(url_for("rules.rule_page", rule_id=rule_id))
 
 
@@ -312,11 +323,11 @@ def pause(rule_id: uuid.UUID):
         db.session.rollback()
         if err.code == "not_found":
             raise
-        flash("Only a published rule can be paused." if err.code == "rule_not_published"
-              else f"Pausing failed: {err.code}.", "error")
+        flash(_("Only a published rule can be paused.") if err.code == "rule_not_published"
+              else _("Pausing failed: %(code)s.", code=err.code), "error")
         return redirect(url_for("rules.rule_page", rule_id=rule_id))
     db.session.commit()
-    flash("The rule is paused: its grant is revoked and queued plans are cancelled. Publish again to resume.", "ok")
+    flash(_("The rule is paused: its grant is revoked and queued plans are cancelled. Publish again to resume."), "ok")
     return redirect(url_for("rules.rule_page", rule_id=rule_id))
 
 

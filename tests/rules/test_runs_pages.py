@@ -181,7 +181,7 @@ def test_an_approved_plan_shows_receipts_polling_until_they_are_final(app, admin
     assert response.status_code == 200
     block = _run_block(_text(response), run.id)
     receipts_url = f"{BASE}/{published}/runs/{run.id}/execution"
-    assert "2 reassignment command(s) queued" in _text(response)
+    assert "2 reassignment commands queued" in _text(response)
     assert f'hx-get="{receipts_url}"' in block and POLL_RECEIPTS in block
     assert block.count("receipt-pending") == 2 and "Execute this plan" not in block
     assert Queue(DEFAULT, connection=redis_conn).count == 2
