@@ -4,6 +4,8 @@ run to its outcome."""
 import uuid
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 
 from core.api import ApiError, parse_uuid
@@ -19,59 +21,64 @@ bp = Blueprint("studio_actions", __name__)
 close_when_off(bp, "EXTENSIONS_ENABLED", "extensions_disabled")
 
 ENDPOINT_RULES = {
-    "invalid_url": "Enter a full https:// address.",
-    "https_required": "Use an https:// address.",
-    "port_not_allowed": "Only the standard HTTPS port (443) is allowed.",
-    "query_not_allowed": "Remove the query string and any #fragment.",
-    "credentials_in_url": "Remove the user name and password from the address.",
-    "ipv6_not_supported": "IPv6 addresses are not supported: use a host name with a public IPv4 address.",
-    "dns_failed": "The host name does not resolve.",
-    "timeout": "The host name did not resolve in time.",
-    "no_ipv4_address": "The host has no IPv4 address.",
-    "address_not_public": "The host resolves to an internal or otherwise non-public address.",
+    "invalid_url": _l("Enter a full https:// address."),
+    "https_required": _l("Use an https:// address."),
+    "port_not_allowed": _l("Only the standard HTTPS port (443) is allowed."),
+    "query_not_allowed": _l("Remove the query string and any #fragment."),
+    "credentials_in_url": _l("Remove the user name and password from the address."),
+    "ipv6_not_supported": _l("IPv6 addresses are not supported: use a host name with a public IPv4 address."),
+    "dns_failed": _l("The host name does not resolve."),
+    "timeout": _l("The host name did not resolve in time."),
+    "no_ipv4_address": _l("The host has no IPv4 address."),
+    "address_not_public": _l("The host resolves to an internal or otherwise non-public address."),
 }
 MESSAGES = {
-    "invalid_version": "Choose a version of this application.",
-    "not_found": "This version has no such action, or nothing is bound to it.",
-    "invalid_action_kind": "Only http actions are bound to an address.",
-    "invalid_bearer_token": "A bearer token holds letters, digits and - . _ ~ + / (then = padding) only, "
-                            "up to 4,096 characters.",
-    "action_confirmation_required": "Tick the confirmation first: nothing was done.",
-    "binding_not_active": "That address was revoked or replaced meanwhile: review the target again.",
-    "extension_not_active": "The application is disabled or this is no longer the live version.",
-    "record_not_live": "This record belongs to an older version: actions run only on records of the live version.",
-    "action_payload_too_large": f"The payload is over {LIMITS['action_payload_bytes'] // 1024} KiB: it cannot be sent.",
-    "campaign_field_empty": "The record leaves a field the campaign needs empty.",
-    "campaign_name_too_long": f"The campaign name is over {actions.CAMPAIGN_NAME_MAX_CHARS} characters.",
-    "campaign_tier_required": "Campaign drafts need the professional tier.",
-    "independent_account_required": "Campaign drafts need an independent official account of this workspace; "
-                                    "a shared account is refused.",
-    "action_rate_limited": f"{LIMITS['action_attempts_per_tenant_per_minute']} action attempts a minute is this "
-                           "workspace's limit: try again in a minute.",
-    "invalid_binding_id": "Review the target again: the page named no usable address.",
-    "required_field_missing": "Bind an address to this action first.",
+    "invalid_version": _l("Choose a version of this application."),
+    "not_found": _l("This version has no such action, or nothing is bound to it."),
+    "invalid_action_kind": _l("Only http actions are bound to an address."),
+    "invalid_bearer_token": _l("A bearer token holds letters, digits and - . _ ~ + / (then = padding) only, "
+                               "up to 4,096 characters."),
+    "action_confirmation_required": _l("Tick the confirmation first: nothing was done."),
+    "binding_not_active": _l("That address was revoked or replaced meanwhile: review the target again."),
+    "extension_not_active": _l("The application is disabled or this is no longer the live version."),
+    "record_not_live": _l("This record belongs to an older version: actions run only on records of the live "
+                          "version."),
+    "action_payload_too_large": _l("The payload is over %(size)s KiB: it cannot be sent.",
+                                   size=LIMITS["action_payload_bytes"] // 1024),
+    "campaign_field_empty": _l("The record leaves a field the campaign needs empty."),
+    "campaign_name_too_long": _l("The campaign name is over %(count)s characters.",
+                                 count=actions.CAMPAIGN_NAME_MAX_CHARS),
+    "campaign_tier_required": _l("Campaign drafts need the professional tier."),
+    "independent_account_required": _l("Campaign drafts need an independent official account of this workspace; "
+                                       "a shared account is refused."),
+    "action_rate_limited": _l("%(count)s action attempts a minute is this workspace's limit: try again in a minute.",
+                              count=LIMITS["action_attempts_per_tenant_per_minute"]),
+    "invalid_binding_id": _l("Review the target again: the page named no usable address."),
+    "required_field_missing": _l("Bind an address to this action first."),
 }
 
 # Why a run failed or awaits verification (run.error), for the outcome shown.
 RUN_ERRORS = {
     **ENDPOINT_RULES,
-    "address_not_public": "At the time of the run the host resolved to an internal or otherwise non-public address.",
-    "dns_failed": "At the time of the run the host name did not resolve.",
-    "binding_revoked": "The address was revoked before the run was sent.",
-    "credentials_unreadable": "The stored bearer token could not be decrypted (the encryption key changed).",
-    "timeout": "No complete answer came within about 10 seconds.",
-    "connection_failed": "The connection failed or was cut off.",
-    "tls_error": "The TLS handshake or the certificate check failed.",
-    "response_too_large": "The answer was larger than the 64 KiB read from it.",
-    "interrupted": "The worker stopped while sending.",
+    "address_not_public": _l("At the time of the run the host resolved to an internal or otherwise non-public "
+                             "address."),
+    "dns_failed": _l("At the time of the run the host name did not resolve."),
+    "binding_revoked": _l("The address was revoked before the run was sent."),
+    "credentials_unreadable": _l("The stored bearer token could not be decrypted (the encryption key changed)."),
+    "timeout": _l("No complete answer came within about 10 seconds."),
+    "connection_failed": _l("The connection failed or was cut off."),
+    "tls_error": _l("The TLS handshake or the certificate check failed."),
+    "response_too_large": _l("The answer was larger than the 64 KiB read from it."),
+    "interrupted": _l("The worker stopped while sending."),
 }
 
 
 def message(err: ApiError) -> str:
-    """What a refusal means, in words."""
+    """What a refusal means, in words (in the page's language)."""
     if err.code == "invalid_endpoint":
-        return ENDPOINT_RULES.get(err.detail, ENDPOINT_RULES["invalid_url"])
-    return MESSAGES.get(err.code, f"Refused: {err.code}.")
+        return str(ENDPOINT_RULES.get(err.detail, ENDPOINT_RULES["invalid_url"]))
+    found = MESSAGES.get(err.code)
+    return _("Refused: %(code)s.", code=err.code) if found is None else str(found)
 
 
 def _app(app_id: uuid.UUID):
@@ -114,7 +121,7 @@ def bind(app_id: uuid.UUID):
         return _bindings_page(found, 422, {"version": version, "key": key, "message": message(err),
                                            "endpoint": request.form.get("endpoint", "")})
     db.session.commit()
-    flash(f"v{version} · {key}: bound to {binding.endpoint_host}.", "ok")
+    flash(_("v%(version)s · %(key)s: bound to %(host)s.", version=version, key=key, host=binding.endpoint_host), "ok")
     return redirect(url_for("studio_actions.bindings", app_id=found.id))
 
 
@@ -130,7 +137,8 @@ def revoke(app_id: uuid.UUID):
         db.session.rollback()
         return _bindings_page(found, 422, {"version": version, "key": key, "message": message(err)})
     db.session.commit()
-    flash(f"v{version} · {key}: the address is revoked; nothing more is sent to it.", "ok")
+    flash(_("v%(version)s · %(key)s: the address is revoked; nothing more is sent to it.", version=version, key=key),
+          "ok")
     return redirect(url_for("studio_actions.bindings", app_id=found.id))
 
 
@@ -165,7 +173,7 @@ def run(app_id: uuid.UUID, record_id: uuid.UUID, action_key: str):
         if request.form.get("confirm") != "yes":
             raise ApiError("action_confirmation_required", 400)
         binding_id = request.form.get("binding_id") or None
-        started, _, job = actions.request_run(
+        started, _replayed, job = actions.request_run(
             found, current_user.id, form_integer(request.form.get("version")) or 0, record.id, action_key,
             None if binding_id is None else parse_uuid(binding_id, "invalid_binding_id"))
     except ApiError as err:

@@ -1,5 +1,7 @@
 """What the console shows before anything is built: limits, permissions, the starter definition."""
 from flask import current_app
+from flask_babel import LazyString, force_locale
+from flask_babel import lazy_gettext as _l
 
 from core.capabilities import CAPABILITY_VERSION, CATALOG
 from studio import draft_kinds
@@ -63,28 +65,52 @@ LIMITS = {
 }
 
 
-STARTER_DEFINITION = {
+def localized(value):
+    """A copy of `value` (a definition, a template or a part of one) with each marked text in the
+    current language, as plain strings that validate, store and serialize like any other."""
+    if isinstance(value, dict):
+        return {key: localized(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [localized(item) for item in value]
+    return str(value) if isinstance(value, LazyString) else value
+
+
+def english(value):
+    """`localized` in English, the language of the JSON API's examples, whatever the request's."""
+    with force_locale("en"):
+        return localized(value)
+
+
+# Its names, labels and rule name are marked: the console creates the starter in the page's
+# language; the JSON API's example (STARTER_DEFINITION) is the English original.
+_STARTER = {
     "schema_version": 1,
-    "name": "Service request",
-    "description": "Record a customer's service request and flag urgent complaints.",
-    "page": {"title": "New service request", "description": "Describe what the customer needs.",
-             "columns": 2, "submit_label": "Save request"},
+    "name": _l("Service request"),
+    "description": _l("Record a customer's service request and flag urgent complaints."),
+    "page": {"title": _l("New service request"), "description": _l("Describe what the customer needs."),
+             "columns": 2, "submit_label": _l("Save request")},
     "fields": [
-        {"key": "subject", "label": "Subject", "type": "text", "required": True},
-        {"key": "category", "label": "Category", "type": "select", "required": True,
+        {"key": "subject", "label": _l("Subject"), "type": "text", "required": True},
+        {"key": "category", "label": _l("Category"), "type": "select", "required": True,
          "options": ["question", "repair", "complaint"]},
-        {"key": "priority", "label": "Priority", "type": "select", "required": False,
+        {"key": "priority", "label": _l("Priority"), "type": "select", "required": False,
          "options": ["normal", "high"]},
-        {"key": "due_date", "label": "Due date", "type": "date", "required": False},
-        {"key": "details", "label": "Details", "type": "textarea", "required": False},
+        {"key": "due_date", "label": _l("Due date"), "type": "date", "required": False},
+        {"key": "details", "label": _l("Details"), "type": "textarea", "required": False},
     ],
     "table_columns": ["subject", "category", "priority", "due_date"],
     "workflow": {"trigger": "form.submitted", "rules": [
-        {"name": "Complaints are high priority",
+        {"name": _l("Complaints are high priority"),
          "when": {"field": "category", "operator": "equals", "value": "complaint"},
          "then": {"field": "priority", "value": "high"}},
     ]},
 }
+STARTER_DEFINITION = english(_STARTER)
+
+
+def starter_definition() -> dict:
+    """The starter definition in the page's language."""
+    return localized(_STARTER)
 
 
 AUDIENCE = {"role": "admin", "session": "console",

@@ -1,6 +1,7 @@
 """Turning HTML form posts into the JSON shapes the studio services take."""
 import json
 
+from flask_babel import gettext as _
 from werkzeug.datastructures import MultiDict
 
 from core import strict_json
@@ -25,13 +26,15 @@ def form_to_input(definition: dict, form: MultiDict) -> dict:
 
 def parse_definition_text(text: str) -> object:
     """The advanced editor's text as JSON through the strict reader: `400 invalid_json` when it is
-    not JSON, or names a property twice (which copy would count is not for us to guess)."""
+    not JSON, or names a property twice (which copy would count is not for us to guess); the detail
+    says which in the page's language (only the editor's page shows it)."""
     try:
         return strict_json.loads(text)
     except strict_json.DuplicateName as twice:
-        raise ApiError("invalid_json", 400, detail=f"the text names {json.dumps(twice.name)} twice") from None
+        problem = _("the text names %(name)s twice", name=json.dumps(twice.name))
+        raise ApiError("invalid_json", 400, detail=problem) from None
     except (ValueError, RecursionError):  # RecursionError: nested too deeply to be a definition
-        raise ApiError("invalid_json", 400, detail="the text is not valid JSON") from None
+        raise ApiError("invalid_json", 400, detail=_("the text is not valid JSON")) from None
 
 
 def split_script(definition: dict) -> tuple[dict, str]:

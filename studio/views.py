@@ -4,6 +4,8 @@ import json
 import uuid
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 
 from core.api import ApiError, parse_uuid
@@ -15,10 +17,11 @@ from desk.sessions import admin_console_required, current_member
 from desk.models import Tenant
 from studio import apps, generation, knowledge_ref, quota, records, workbench
 from studio.charts import chart_summaries
-from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, STARTER_DEFINITION
+from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, starter_definition
 from studio.forms import form_to_input, parse_definition_text, split_script, with_script
 from studio.svg import chart_figure
-from studio.templates_market import LICENSE, ORIGIN, TEMPLATES, find_template
+from studio.templates_market import (LICENSE, ORIGIN, find_template, imported_origin, shown_license, shown_origin,
+                                     templates)
 
 bp = Blueprint("studio", __name__)
 close_when_off(bp, "EXTENSIONS_ENABLED", "extensions_disabled")
@@ -43,38 +46,39 @@ def index():
 def create_from_starter():
     """Create an application from the starter definition and open it."""
     try:
-        version = apps.create_app(current_member().tenant_id, current_user.id, STARTER_DEFINITION)
+        version = apps.create_app(current_member().tenant_id, current_user.id, starter_definition())
     except ApiError as err:
-        flash(f"Could not create the application: {err.code}.", "error")
+        flash(_("Could not create the application: %(code)s.", code=err.code), "error")
         return redirect(url_for("studio.index"))
     db.session.commit()
-    flash("Application created from the starter definition: version 1 is a draft.", "ok")
+    flash(_("Application created from the starter definition: version 1 is a draft."), "ok")
     return redirect(url_for("studio.app_page", app_id=version.app_id))
 
 
 @bp.get("/template-market/studio")
 @admin_console_required
 def template_market():
-    """Built-in studio templates."""
-    return render_template("studio/template_market.html", templates=TEMPLATES, origin=ORIGIN,
-                           license=LICENSE)
+    """Built-in studio templates, in the page's language."""
+    return render_template("studio/template_market.html", templates=templates(), origin=shown_origin(ORIGIN),
+                           license=shown_license(LICENSE))
 
 
 @bp.post("/template-market/studio/<slug>/import")
 @admin_console_required
 def import_template(slug: str):
-    """Import a template as an unpublished version-1 draft (nothing is authorized or run)."""
+    """Import a template as an unpublished version-1 draft (nothing is authorized or run), its
+    texts in the page's language; the origin and licence are stored in English."""
     template = find_template(slug)
     if template is None:
         raise ApiError("not_found", 404)
     try:
         version = apps.create_app(current_member().tenant_id, current_user.id, template["definition"],
-                                  origin=f"{ORIGIN}: {template['title']}", license=LICENSE)
+                                  origin=imported_origin(slug), license=LICENSE)
     except ApiError as err:
-        flash(f"Could not import the template: {err.code}.", "error")
+        flash(_("Could not import the template: %(code)s.", code=err.code), "error")
         return redirect(url_for("studio.template_market"))
     db.session.commit()
-    flash(f"Imported “{template['title']}” as an unpublished draft.", "ok")
+    flash(_("Imported “%(title)s” as an unpublished draft.", title=template["title"]), "ok")
     return redirect(url_for("studio.app_page", app_id=version.app_id))
 
 
@@ -94,7 +98,8 @@ def _page_context(found, selected: int | None) -> dict:
             "editor_text": json.dumps(definition, ensure_ascii=False, indent=2),
             "script_text": script,
             "idempotency_key": uuid.uuid4(), "workbench_entry": workbench.entry_of(found),
-            "submitters": records.submitters(live)}
+            "submitters": records.submitters(live),
+            "provenance": {"origin": shown_origin(found.origin or ""), "license": shown_license(found.license or "")}}
 
 
 def _render_app(found, selected: int | None = None, status: int = 200, **extra):
@@ -123,7 +128,7 @@ def save_version(app_id: uuid.UUID):
         db.session.rollback()
         return _render_app(found, status=422, editor_text=text, script_text=script, editor_error=err)
     db.session.commit()
-    flash(f"Saved version {version.version} as a draft. Simulate it before publishing.", "ok")
+    flash(_("Saved version %(version)s as a draft. Simulate it before publishing.", version=version.version), "ok")
     return redirect(_app_url(found, version.version))
 
 
@@ -157,18 +162,18 @@ def publish(app_id: uuid.UUID):
                      request.form.get("code_confirmed") == "on")
     except ApiError as err:
         db.session.rollback()
-        flash(_PUBLISH_ERRORS.get(err.code, f"Publishing failed: {err.code}."), "error")
+        flash(str(_PUBLISH_ERRORS.get(err.code) or _("Publishing failed: %(code)s.", code=err.code)), "error")
         return redirect(_app_url(found, number))
     db.session.commit()
-    flash(f"Version {number} is live.", "ok")
+    flash(_("Version %(version)s is live.", version=number), "ok")
     return redirect(_app_url(found, number))
 
 
 _PUBLISH_ERRORS = {
-    "simulation_required": "Simulate this version successfully before publishing it.",
-    "permission_confirmation_required": "Tick the box to confirm the permissions.",
-    "version_conflict": "Someone changed the live version meanwhile; the page now shows the current state.",
-    "code_confirmation_required": "Confirm the script separately before publishing a version with code.",
+    "simulation_required": _l("Simulate this version successfully before publishing it."),
+    "permission_confirmation_required": _l("Tick the box to confirm the permissions."),
+    "version_conflict": _l("Someone changed the live version meanwhile; the page now shows the current state."),
+    "code_confirmation_required": _l("Confirm the script separately before publishing a version with code."),
 }
 
 
@@ -179,7 +184,7 @@ def disable(app_id: uuid.UUID):
     found = apps.get_app(current_member().tenant_id, app_id)
     apps.disable(found, current_user.id)
     db.session.commit()
-    flash("The application is disabled; publish again to re-enable it.", "ok")
+    flash(_("The application is disabled; publish again to re-enable it."), "ok")
     return redirect(_app_url(found))
 
 
@@ -190,22 +195,22 @@ def submit_record(app_id: uuid.UUID):
     found = apps.get_app(current_member().tenant_id, app_id)
     try:
         version = apps.live_version(found)
-        _, replayed = records.create_record(found, current_user.id, version.version,
-                                            form_to_input(version.definition, request.form),
-                                            parse_uuid(request.form.get("idempotency_key", ""), "invalid_idempotency_key"))
+        _record, replayed = records.create_record(
+            found, current_user.id, version.version, form_to_input(version.definition, request.form),
+            parse_uuid(request.form.get("idempotency_key", ""), "invalid_idempotency_key"))
     except ApiError as err:
         db.session.rollback()
         return _render_app(found, status=422, record_error=err, record_form=request.form)
     db.session.commit()
-    flash("This submission was already saved." if replayed else "Record saved.", "ok")
+    flash(_("This submission was already saved.") if replayed else _("Record saved."), "ok")
     return redirect(_app_url(found, anchor="ledger"))
 
 
 _WORKBENCH_ERRORS = {
-    "extension_not_active": "Publish the application before adding it to the workbench.",
-    "workbench_not_configured": "The live version has no workbench settings: add a `workbench` object to the "
-                                "definition, simulate and publish it first.",
-    "workbench_limit": "The workbench already holds 10 applications: remove one first.",
+    "extension_not_active": _l("Publish the application before adding it to the workbench."),
+    "workbench_not_configured": _l("The live version has no workbench settings: add a `workbench` object to the "
+                                   "definition, simulate and publish it first."),
+    "workbench_limit": _l("The workbench already holds 10 applications: remove one first."),
 }
 
 
@@ -218,10 +223,10 @@ def add_to_workbench(app_id: uuid.UUID):
         workbench.add_to_workbench(found, current_user.id)
     except ApiError as err:
         db.session.rollback()
-        flash(_WORKBENCH_ERRORS.get(err.code, f"Could not add it: {err.code}."), "error")
+        flash(str(_WORKBENCH_ERRORS.get(err.code) or _("Could not add it: %(code)s.", code=err.code)), "error")
         return redirect(_app_url(found, anchor="workbench-entry"))
     db.session.commit()
-    flash("Added to the workbench: agents and supervisors see its form beside the customer's details.", "ok")
+    flash(_("Added to the workbench: agents and supervisors see its form beside the customer's details."), "ok")
     return redirect(_app_url(found, anchor="workbench-entry"))
 
 
@@ -232,7 +237,7 @@ def remove_from_workbench(app_id: uuid.UUID):
     found = apps.get_app(current_member().tenant_id, app_id)
     workbench.remove_from_workbench(found, current_user.id)
     db.session.commit()
-    flash("Removed from the workbench: open panels refuse their next submission.", "ok")
+    flash(_("Removed from the workbench: open panels refuse their next submission."), "ok")
     if request.form.get("back") == "index":
         return redirect(url_for("studio.index"))
     return redirect(_app_url(found, anchor="workbench-entry"))
@@ -290,7 +295,7 @@ def generation_progress(generation_id: uuid.UUID):
         return render_template("studio/_generation.html", error=err)
     if status in (200, 202):  # a routing-rule preview draft is shown, never saved; or still running
         return render_template("studio/_generation.html", generation=found, preview_draft=data.get("definition"))
-    flash(f"Draft — simulate and review before publishing. Version {data['version']} was generated from your "
-          "requirement; nothing is published.", "draft")
+    flash(_("Draft — simulate and review before publishing. Version %(version)s was generated from your "
+            "requirement; nothing is published.", version=data["version"]), "draft")
     target = url_for("studio.app_page", app_id=found.app_id, version=data["version"])
     return redirect_to(target)  # a full page load, which shows the banner
