@@ -22,7 +22,7 @@ translations/%.mo: translations/%.po $(VENV)/.installed
 
 # After marking new text: collect it into every catalog, then translate what is new (docs/i18n.md).
 messages: $(VENV)/.installed
-	$(VENV)/bin/pybabel extract -F babel.cfg -k _l -k lazy_gettext --add-location=file --sort-by-file \
+	$(VENV)/bin/pybabel extract -F babel.cfg -k _l -k lazy_gettext -k lazy_pgettext:1c,2 --add-location=file --sort-by-file \
 		--ignore-dirs=".* ._ .venv instance node_modules" -o translations/messages.pot .
 	$(VENV)/bin/pybabel update -i translations/messages.pot -d translations --no-fuzzy-matching --ignore-obsolete \
 		--ignore-pot-creation-date

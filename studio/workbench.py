@@ -28,7 +28,6 @@ MAX_APPS = 10  # applications in one tenant's workbench
 GRANT_DAYS = 90
 INTENT_PER_MEMBER_PER_MINUTE = 10
 RUN_ENTRIES = "studio_run_entries"  # flask.g: a member's run entries, kept for the request
-ITEM_LABELS = {"name": "Name", "contact": "Contact data", "note": "Internal note"}
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ customer data, analyze intent. Every answer is the tool again, for the conversat
 import uuid
 
 from flask import Blueprint, current_app, flash, redirect, request, url_for
-from flask_babel import gettext as _, lazy_gettext as _l
+from flask_babel import gettext as _, lazy_gettext as _l, lazy_pgettext
 from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 
@@ -44,7 +44,7 @@ INTENT_ERRORS = {
     "model_invalid_response": _l("The AI service gave an unusable answer: try again."),
 }
 # The customer-data items (studio.models.GRANT_ITEMS) as the panel names them, and their copy buttons.
-ITEM_LABELS = {"name": _l("Name"), "contact": _l("Contact data"), "note": _l("Internal note")}
+ITEM_LABELS = {"name": lazy_pgettext("person", "Name"), "contact": _l("Contact data"), "note": _l("Internal note")}
 COPY_LABELS = {"name": _l("Copy name"), "contact": _l("Copy contact data"), "note": _l("Copy internal note")}
 
 
