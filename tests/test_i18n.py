@@ -9,7 +9,12 @@ from flask_babel import force_locale
 
 from core.db import db
 from core.i18n import beijing, beijing_iso, number
+from desk.handoff import issue_link_token
+from desk.sessions import ASSISTANT, IMPERSONATION
 from tests.conftest import login
+
+
+ROUTES = {IMPERSONATION: "staff/impersonate", ASSISTANT: "assistant/login"}
 
 
 def lang(response) -> str:
@@ -105,6 +110,15 @@ def test_an_agent_chooses_a_language_too(agent_client, agent):
     switch(agent_client, "zh_CN", "/workbench")
     db.session.refresh(agent.user)
     assert agent.user.locale == "zh_CN" and lang(agent_client.get("/workbench")) == "zh-CN"
+
+
+@pytest.mark.parametrize("kind", [IMPERSONATION, ASSISTANT])
+def test_a_restricted_session_switches_only_itself_never_the_users_setting(client, agent, kind):
+    assert client.get(f"/{ROUTES[kind]}/{issue_link_token(kind, agent)}").status_code == 302
+    switch(client, "zh_CN", "/workbench")
+    db.session.refresh(agent.user)
+    assert lang(client.get("/workbench")) == "zh-CN" and agent.user.locale is None
+    assert client.get("/account").status_code == 403
 
 
 def test_the_client_script_catalog_follows_the_language_in_its_address(client):

@@ -3,6 +3,8 @@ import threading
 import time
 from datetime import timedelta
 
+import pytest
+
 from core.db import db
 from tests.conftest import PASSWORD, csrf_from, login, seat
 
@@ -74,9 +76,10 @@ def test_anonymous_page_visit_redirects_to_login_with_next(client, app):
     assert response.headers["Location"] == "/login?next=%2Fworkbench"
 
 
-def test_next_parameter_never_leaves_the_site(client, admin):
+@pytest.mark.parametrize("target", ["//evil.example/x", "/\\evil.example/x", "https://evil.example/x"])
+def test_next_parameter_never_leaves_the_site(client, admin, target):
     token = csrf_from(client.get("/login").get_data(as_text=True))
-    response = client.post("/login?next=//evil.example/x", data={
+    response = client.post("/login", query_string={"next": target}, data={
         "email": admin.user.email, "password": PASSWORD, "csrf_token": token})
     assert response.headers["Location"] == "/extensions"
 
