@@ -55,6 +55,12 @@ babel = CatalogBabel()
 bp = Blueprint("i18n", __name__)
 
 
+def N_(text: str) -> str:
+    """Mark text for the catalogs (pybabel extracts N_ like gettext) and leave it as it is: for
+    text declared outside a request and translated where it is shown, with `_(text)`."""
+    return text
+
+
 def language_tag(locale: str) -> str:
     """The BCP 47 tag of a Babel locale id, for `lang` attributes: zh_CN → zh-CN."""
     return locale.replace("_", "-")

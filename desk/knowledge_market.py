@@ -7,11 +7,7 @@ LICENSE as written, and code compares them), and `localized` and `shown` transla
 page that lists or imports them."""
 from flask_babel import gettext as _
 
-
-def N_(text: str) -> str:
-    """Mark text for the catalogs (pybabel extracts N_ like gettext) and leave it as it is."""
-    return text
-
+from core.i18n import N_
 
 ORIGIN = N_("Custom Studio built-in knowledge library")
 LICENSE = N_("CC0 1.0 — free to use, modify and share, no attribution required")

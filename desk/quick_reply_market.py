@@ -6,11 +6,7 @@ The origin and licence are stored in English with each import and marked with `N
 catalogs; `shown` translates them for the page."""
 from flask_babel import gettext as _
 
-
-def N_(text: str) -> str:
-    """Mark text for the catalogs (pybabel extracts N_ like gettext) and leave it as it is."""
-    return text
-
+from core.i18n import N_
 
 ORIGIN = N_("Custom Studio built-in quick replies")
 LICENSE = N_("CC0 1.0 — free to use, modify and share, no attribution required")
