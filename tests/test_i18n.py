@@ -5,7 +5,7 @@ import re
 from datetime import datetime, timezone
 
 import pytest
-from flask_babel import force_locale
+from flask_babel import force_locale, ngettext
 
 from core.db import db
 from core.i18n import beijing, beijing_iso, number
@@ -148,3 +148,16 @@ def test_times_show_in_beijing_time_with_the_zone_named(app, locale, minutes, se
 def test_numbers_show_at_most_two_decimals_in_each_language(app, locale, value, text):
     with app.test_request_context(), force_locale(locale):
         assert number(value) == text
+
+
+@pytest.mark.parametrize("locale, texts", [("en", ["0 rules", "1 rule", "2 rules"]),
+                                           ("zh_CN", ["0 条规则", "1 条规则", "2 条规则"])])
+def test_counts_read_right_for_none_one_and_two(app, locale, texts):
+    with app.test_request_context(), force_locale(locale):
+        assert [ngettext("%(num)d rule", "%(num)d rules", n) for n in (0, 1, 2)] == texts
+
+
+def test_the_template_market_counts_in_proper_english(admin_client):
+    page = admin_client.get("/template-market/studio").get_data(as_text=True)
+    assert "· 1 rule</p>" in page
+    assert not re.search(r"\b1 (rules|fields|charts)\b", page) and "(s)" not in page
