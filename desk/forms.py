@@ -2,6 +2,7 @@
 from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField, RadioField
+from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, EqualTo, Length
 
 from core.i18n import LOCALES
@@ -40,4 +41,5 @@ class ChangePasswordForm(FlaskForm):
 class AccountForm(FlaskForm):
     """The user's own settings: the pages' language."""
 
-    locale = RadioField(choices=list(LOCALES.items()), validators=[DataRequired()])
+    locale = RadioField(choices=[SelectChoice(locale, name) for locale, name in LOCALES.items()],
+                        validators=[DataRequired()])
