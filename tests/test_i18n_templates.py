@@ -59,8 +59,9 @@ class LiteralText(HTMLParser):
         for name, value in attrs:
             if name in READ_ATTRIBUTES and value and unmarked(value):
                 self.found.append(f'{tag} {name}="{value}"')
-        if tag == "input" and dict(attrs).get("type") in ("submit", "button") and unmarked(dict(attrs).get("value") or ""):
-            self.found.append(f'input value="{dict(attrs)["value"]}"')
+        value = dict(attrs).get("value") or ""
+        if tag == "input" and dict(attrs).get("type") in ("submit", "button") and unmarked(value):
+            self.found.append(f'input value="{value}"')
 
     def handle_endtag(self, tag):
         if tag in CODE_ELEMENTS and self.code_depth:

@@ -18,7 +18,8 @@ OVERFLOW = """() => { const width = document.documentElement.clientWidth;
     if (getComputedStyle(a).overflowX !== 'visible') return true; } return false; };
   return [document.documentElement.scrollWidth,
     [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > width + 1 && !clipped(e))
-      .slice(0, 5).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : ''))]; }"""
+      .slice(0, 5).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+        + (e.className ? '.' + e.className : ''))]; }"""
 
 
 @pytest.mark.parametrize("language, tag", [("zh-CN", "zh-CN"), ("en-US", "en")])
