@@ -61,6 +61,16 @@ def N_(text: str) -> str:
     return text
 
 
+def shown_provenance(text: str | None, library: str, license: str) -> str | None:
+    """A built-in library's stored origin (`<library>: <item>`) or licence, stored in English, for
+    people: the library's own words in the page's language, anything else as it is."""
+    if text == license:
+        return _(license)
+    if text and text.startswith(f"{library}: "):
+        return _("%(library)s: %(item)s", library=_(library), item=text[len(library) + 2:])
+    return text
+
+
 def language_tag(locale: str) -> str:
     """The BCP 47 tag of a Babel locale id, for `lang` attributes: zh_CN → zh-CN."""
     return locale.replace("_", "-")

@@ -7,7 +7,7 @@ LICENSE as written, and code compares them), and `localized` and `shown` transla
 page that lists or imports them."""
 from flask_babel import gettext as _
 
-from core.i18n import N_
+from core.i18n import N_, shown_provenance
 
 ORIGIN = N_("Custom Studio built-in knowledge library")
 LICENSE = N_("CC0 1.0 — free to use, modify and share, no attribution required")
@@ -84,10 +84,5 @@ def localized(article: dict) -> dict:
 
 
 def shown(text: str | None) -> str | None:
-    """An imported document's stored origin or licence, for people: the library's own words in the
-    page's language, anything else as it is."""
-    if text == LICENSE:
-        return _(LICENSE)
-    if text and text.startswith(f"{ORIGIN}: "):
-        return _("%(library)s: %(item)s", library=_(ORIGIN), item=text[len(ORIGIN) + 2:])
-    return text
+    """An imported document's stored origin or licence, for people."""
+    return shown_provenance(text, ORIGIN, LICENSE)

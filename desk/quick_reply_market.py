@@ -4,9 +4,8 @@ it the tenant's own (it keeps its origin and licence).
 
 The origin and licence are stored in English with each import and marked with `N_` for the
 catalogs; `shown` translates them for the page."""
-from flask_babel import gettext as _
 
-from core.i18n import N_
+from core.i18n import N_, shown_provenance
 
 ORIGIN = N_("Custom Studio built-in quick replies")
 LICENSE = N_("CC0 1.0 — free to use, modify and share, no attribution required")
@@ -46,10 +45,5 @@ def find_reply(slug: str) -> dict | None:
 
 
 def shown(text: str | None) -> str | None:
-    """An imported reply's stored origin or licence, for people: the library's own words in the
-    page's language, anything else as it is."""
-    if text == LICENSE:
-        return _(LICENSE)
-    if text and text.startswith(f"{ORIGIN}: "):
-        return _("%(library)s: %(item)s", library=_(ORIGIN), item=text[len(ORIGIN) + 2:])
-    return text
+    """An imported reply's stored origin or licence, for people."""
+    return shown_provenance(text, ORIGIN, LICENSE)
