@@ -161,3 +161,13 @@ def test_the_template_market_counts_in_proper_english(admin_client):
     page = admin_client.get("/template-market/studio").get_data(as_text=True)
     assert "· 1 rule</p>" in page
     assert not re.search(r"\b1 (rules|fields|charts)\b", page) and "(s)" not in page
+
+
+@pytest.mark.parametrize("language, expected, absent", [("en", "This field is required.", "必填"),
+                                                        ("zh-CN", "必填", "This field is required.")])
+def test_form_errors_follow_the_language(admin_client, language, expected, absent):
+    page = admin_client.post("/account/password", headers={"Accept-Language": language}, data={
+        "csrf_token": csrf(admin_client.get("/account/password")), "new_password": "short"})
+    text = page.get_data(as_text=True)
+    assert page.status_code == 422 and expected in text and absent not in text
+    assert ("Use at least" in text) == (language == "en")  # our own message too
