@@ -9,6 +9,7 @@ from core.api import register_error_handlers
 from core.config import INSTANCE_PATH, PROJECT_ROOT, load_config, warn_about_egress_knobs
 from core.db import db
 from core.i18n import SAVED_LOCALE, init_i18n
+from core.metrics import READINGS, init_metrics
 from core.web import init_web
 
 
@@ -21,6 +22,7 @@ def create_app(config: dict | None = None) -> Flask:
 
     db.init_app(app)
     _init_login(app)
+    init_metrics(app)  # first: its clock starts before any other hook can answer
     init_web(app)
     init_i18n(app)
     register_error_handlers(app)
@@ -47,10 +49,11 @@ def _check_timing(cfg) -> None:
 
 def _wire(app: Flask) -> None:
     """Hand the lower layers what the higher ones offer, explicitly (nothing registers on import):
-    the pages' language follows the desk user's saved choice; the desk's events go to the
-    subscribers listed in `jobs.wiring`; the studio generator also drafts the rules' preview kind;
-    the workbench's thread explains automated reassignments by the rules' own account of them; its
-    side panel shows the studio's workbench tools."""
+    the pages' language follows the desk user's saved choice; a metrics scrape reads the
+    scheduler's tick age; the desk's events go to the subscribers listed in `jobs.wiring`; the
+    studio generator also drafts the rules' preview kind; the workbench's thread explains automated
+    reassignments by the rules' own account of them; its side panel shows the studio's workbench
+    tools."""
     from desk.auth import saved_locale
     from desk.events import SUBSCRIBERS
     from desk.panels import PANELS
@@ -58,10 +61,12 @@ def _wire(app: Flask) -> None:
     from jobs import wiring
     from rules.explaining import explain
     from rules.drafts import RULE_PREVIEW
+    from rules.scheduler import tick_age
     from studio.draft_kinds import DRAFT_KINDS
     from studio.workbench_views import WorkbenchTools
 
     app.extensions[SAVED_LOCALE] = saved_locale
+    app.extensions[READINGS] = [tick_age]
     app.extensions[SUBSCRIBERS] = wiring.subscribers
     app.extensions[DRAFT_KINDS] = {kind.name: kind for kind in (RULE_PREVIEW,)}
     app.extensions[EXPLAINER] = explain

@@ -1,4 +1,5 @@
 """Configuration read from the environment, with an explicit override for tests."""
+import ipaddress
 import logging
 import os
 import secrets
@@ -71,6 +72,11 @@ def _embedded_database() -> str:
     return f"sqlite:///{path}"
 
 
+def _networks(text: str) -> tuple:
+    """Comma-separated address ranges (`10.0.0.0/8,::1/128`), parsed once at start."""
+    return tuple(ipaddress.ip_network(part.strip(), strict=False) for part in text.split(",") if part.strip())
+
+
 def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
     """Build the Flask config from the environment; `overrides` wins over everything."""
     overrides = overrides or {}
@@ -83,6 +89,10 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         "EGRESS_PORT": int(environ.get("EGRESS_PORT") or 443),
         "EGRESS_CA_BUNDLE": environ.get("EGRESS_CA_BUNDLE") or None,
         "TRUSTED_PROXIES": int(environ.get("TRUSTED_PROXIES") or 0),
+        # /metrics answers these addresses, or anyone with `Authorization: Bearer <METRICS_TOKEN>`.
+        "METRICS_ALLOW_CIDRS": _networks(environ.get("METRICS_ALLOW_CIDRS") or "127.0.0.0/8,::1/128"),
+        "METRICS_TOKEN": environ.get("METRICS_TOKEN") or None,
+        "METRICS_ENABLED": True,  # counting requests; bench/metrics.py compares with it off
         "PASSWORD_HASH_METHOD": "scrypt",
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",

@@ -27,6 +27,7 @@ from core.config import require_shorter
 from core.crypto import decrypt_cached, hmac_sha256_hex
 from core.db import db, step_connection
 from core.egress import EgressFailed, EgressRefused, post
+from core.metrics import DELIVERIES
 from core.queue import enqueue
 from core.queue_names import WEBHOOKS
 
@@ -241,6 +242,7 @@ def _finish(outbox: Outbox, conn, claim: Claim, status: int | None, error: str |
     for statement in _statements(outbox, conn.dialect.name).outcomes[kind]:
         conn.execute(statement, values)
     conn.commit()
+    DELIVERIES.labels(outbox.name, kind, str(claim.number)).inc()
     return delivered
 
 

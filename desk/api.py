@@ -5,10 +5,12 @@ import uuid
 
 from flask import Blueprint, request
 from redis.exceptions import RedisError
+from werkzeug.exceptions import HTTPException
 
 from core.api import ApiError, ok
 from core.db import db
 from core.guards import parse_json_object, read_limited_body
+from core.metrics import INBOUND_MESSAGES
 from core.web import answer_unreachable_stores
 from desk.channels import (INBOUND_BODY_LIMIT, find_channel, parse_inbound, store_inbound,
                            verify_signature)
@@ -21,7 +23,19 @@ answer_unreachable_stores(bp, "service_unavailable")  # a 503 the channel retrie
 
 @bp.post("/<uuid:channel_id>/messages")
 def inbound_message(channel_id: uuid.UUID):
-    """Accept one signed customer message from a channel."""
+    """Accept one signed customer message from a channel (counted: accepted, replayed, refused)."""
+    try:
+        stored = _store(channel_id)
+    except (ApiError, HTTPException):
+        INBOUND_MESSAGES.labels("refused").inc()
+        raise
+    INBOUND_MESSAGES.labels("replayed" if stored.duplicate else "accepted").inc()
+    return ok({"message_id": str(stored.message_id), "conversation_id": str(stored.conversation_id),
+               "duplicate": stored.duplicate}, 200 if stored.duplicate else 201)
+
+
+def _store(channel_id: uuid.UUID):
+    """Verify and store the message; a replay changes nothing."""
     channel = find_channel(channel_id)
     if channel is None:
         raise ApiError("not_found", 404)
@@ -30,12 +44,11 @@ def inbound_message(channel_id: uuid.UUID):
                      request.headers.get("X-Channel-Signature"), raw, time.time())
     stored = store_inbound(channel, parse_inbound(parse_json_object(raw, repeated="invalid_message")))
     if stored.duplicate:
-        db.session.rollback()  # a replay changes nothing
+        db.session.rollback()
     else:
         db.session.commit()
         _emit(stored)
-    return ok({"message_id": str(stored.message_id), "conversation_id": str(stored.conversation_id),
-               "duplicate": stored.duplicate}, 200 if stored.duplicate else 201)
+    return stored
 
 
 def _emit(stored) -> None:

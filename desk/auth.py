@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from core.api import ApiError
 from core.db import db
 from core.i18n import LOCALE_SESSION_KEY, current_locale, locale_of
+from core.metrics import LOGINS
 from core.redis import NOW_MS, get_redis, run_script
 from desk.forms import AccountForm, ChangePasswordForm, LoginForm, LogoutForm, SelectTenantForm
 from desk.handoff import redeem_link_token
@@ -84,6 +85,7 @@ def forgive_login_attempt(email: str, attempt: str) -> None:
 
 def _too_many(template: str, form, field, wait: int):
     """The form again, saying how long to wait, with 429 and Retry-After."""
+    LOGINS.labels("throttled").inc()
     field.errors.append(ngettext("Too many attempts. Try again in %(num)d minute.",
                                  "Too many attempts. Try again in %(num)d minutes.", wait // 60 + 1))
     return render_template(template, form=form), 429, {"Retry-After": str(wait)}
@@ -122,6 +124,7 @@ def login():
             forgive_login_attempt(email, attempt)
             start_session(user, CONSOLE)
             return _after_login(user)
+        LOGINS.labels("failed").inc()
         form.password.errors.append(_("Email or password is wrong, or the account has no active seat."))
         return render_template("desk/login.html", form=form), 422
     status = 422 if request.method == "POST" else 200
@@ -171,6 +174,7 @@ def change_password():
     if wait:
         return _too_many("desk/password.html", form, form.current_password, wait)
     if not user.check_password(form.current_password.data):
+        LOGINS.labels("failed").inc()
         form.current_password.errors.append(_("Your current password is wrong."))
         return render_template("desk/password.html", form=form), 422
     forgive_login_attempt(user.email, attempt)

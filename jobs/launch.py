@@ -5,6 +5,7 @@ The launcher never loads the app: preparing (`flask --app app prepare`: upgrade,
 database) runs in a process that ends, so the launcher stays small while everything runs.
 """
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,11 @@ from core.embedded_redis import start_embedded, stop_embedded
 def main() -> int:
     """Prepare, then supervise web, worker, generator, runner and cron (the clock) until Ctrl+C."""
     env = dict(os.environ)
+    # Every process writes its Prometheus counters here and the web process serves them all; the
+    # files of an earlier run would add up with this one's, so the directory starts empty.
+    metrics = Path(env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(INSTANCE_PATH / "metrics")))
+    shutil.rmtree(metrics, ignore_errors=True)
+    metrics.mkdir(parents=True, mode=0o700)
     if not env.get("REDIS_URL"):
         env["REDIS_URL"] = start_embedded(INSTANCE_PATH / "redis.db")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"

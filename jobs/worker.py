@@ -11,6 +11,7 @@ from rq.queue import Queue
 
 from core.db import db
 from core.egress import ca_bundle, tls_context
+from core.metrics import JOBS
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +71,16 @@ class AppWorker(SimpleWorker):
             tls_context(ca_bundle())
 
     def perform_job(self, job: Job, queue: Queue, execution: Execution) -> bool:
-        """RQ's perform_job inside a fresh app context; the job's session ends with it."""
+        """RQ's perform_job inside a fresh app context; the job's session ends with it. Counted
+        per queue: started, then finished or failed."""
+        JOBS.labels(queue.name, "started").inc()
+        succeeded = False
         with self.app.app_context():
             try:
-                return super().perform_job(job, queue, execution)
+                succeeded = super().perform_job(job, queue, execution)
+                return succeeded
             finally:
+                JOBS.labels(queue.name, "finished" if succeeded else "failed").inc()
                 end_session()
 
 

@@ -20,6 +20,7 @@ from core.api import ApiError
 from core.clock import iso, utcnow
 from core.db import db, tenant_row
 from core.guards import only_properties
+from core.metrics import RULE_COMMANDS
 from core.queue import enqueue
 from desk import conversations
 from desk.models import Member, Tenant
@@ -183,6 +184,7 @@ def execute_command(run_id: uuid.UUID, conversation_id: uuid.UUID) -> str:
             db.session.commit()
         else:
             outcome = conversations.apply_command(tenant_id, key, conversation_id)
+    RULE_COMMANDS.labels(outcome if outcome in FINAL else "other").inc()
     finish_if_final(tenant_id, run_id)
     return outcome
 

@@ -19,6 +19,7 @@ from core.clock import utcnow
 from core.db import db, end_reads
 from core.guards import only_properties
 from core.limits import hit_fixed_window
+from core.metrics import RULE_RUNS
 from core.queue import JobSpec
 from core.queue_names import DEFAULT
 from core.redis import get_redis
@@ -225,6 +226,7 @@ def _finish(run_id: uuid.UUID, tenant_id: uuid.UUID, rule_id: uuid.UUID, actor_i
                  {"run_id": str(run_id), "rule_id": str(rule_id), "status": status,
                   "scanned": len(seen), "planned_count": planned})
     db.session.commit()
+    RULE_RUNS.labels(db.session.scalar(select(AutomationRun.kind).where(AutomationRun.id == run_id)), status).inc()
     return status
 
 
@@ -268,4 +270,6 @@ def sweep() -> int:
         AutomationRun.created_at < now - QUEUED_MANUAL_LIMIT)
         .values(status="cancelled", finished_at=now)).rowcount
     db.session.commit()
+    RULE_RUNS.labels("any", "failed").inc(failed)
+    RULE_RUNS.labels("manual", "cancelled").inc(cancelled)
     return failed + cancelled

@@ -7,10 +7,13 @@ cron processes at once. The rules of each step: docs/decisions.md, "Scheduler".
 """
 import json
 import logging
+import math
 import uuid
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 
 from flask import current_app
+from prometheus_client.core import GaugeMetricFamily, Metric
 from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -19,6 +22,7 @@ from core.clock import iso, utcnow
 from core.config import CONTINUOUS_ASSIGNMENT, ConfigurationError, require_shorter, switches_off
 from core.db import db
 from core.limits import Semaphore
+from core.metrics import RULE_RUNS
 from core.redis import get_redis
 from rules import execution, plans
 from rules.calendar import due_slots, next_times
@@ -155,6 +159,7 @@ def _mark_missed(now: datetime) -> int:
             missed += 1
             _audit_round(tenant_id, rule_id, run_id, planned_for, "skipped", "missed", 0)
     db.session.commit()
+    RULE_RUNS.labels("scheduled", "missed").inc(missed)
     return missed
 
 
@@ -310,13 +315,24 @@ def _start_queued(now: datetime) -> int:
 
 # --- the console's view -------------------------------------------------------------------------
 
+def _last_tick() -> datetime | None:
+    """When the scheduler last ticked, if it ever did."""
+    raw = get_redis().get(LAST_TICK)
+    return datetime.fromisoformat(raw.decode() if isinstance(raw, bytes) else raw) if raw else None
+
+
+def tick_age() -> Iterable[Metric]:
+    """Seconds since the scheduler's latest tick (NaN before the first), read at scrape time."""
+    last_tick = _last_tick()
+    age = (utcnow() - last_tick).total_seconds() if last_tick else math.nan
+    yield GaugeMetricFamily("scheduler_tick_age_seconds", "Seconds since the scheduler's latest tick.", value=age)
+
+
 def state(tenant_id: uuid.UUID) -> dict:
     """The scheduler as the tenant's console shows it: whether it runs (and which switches are off),
     its last tick and whether ticks stopped, and for each of the tenant's rules published for
     scheduled execution its next slot start and its latest scheduled run."""
-    now = utcnow()
-    raw = get_redis().get(LAST_TICK)
-    last_tick = datetime.fromisoformat(raw.decode() if isinstance(raw, bytes) else raw) if raw else None
+    now, last_tick = utcnow(), _last_tick()
     rows = _scheduled_rules(tenant_id)
     latest = {}
     if rows:

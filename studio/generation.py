@@ -28,6 +28,7 @@ from core.capabilities import CAPABILITY_VERSION, CATALOG
 from core.clock import utcnow
 from core.config import require_shorter
 from core.db import db, end_reads, tenant_row
+from core.metrics import GENERATION_TOKENS, GENERATIONS
 from core.model import complete_json, model_state
 from core.prompt import fenced
 from core.queue import JobSpec, commit_then_enqueue
@@ -246,6 +247,9 @@ def _finish(generation_id: uuid.UUID, tokens: tuple[int, int], **outcome) -> str
     if any(tokens):
         record_use(generation.tenant_id, "generation", f"studio_generation:{generation_id}", *tokens)
     db.session.commit()
+    kind = outcome.get("draft_kind") or ("app" if outcome.get("app_id") else "unknown")
+    GENERATIONS.labels(kind, outcome["status"]).inc()
+    GENERATION_TOKENS.labels(kind).inc(sum(tokens))
     return outcome["status"]
 
 
@@ -257,6 +261,7 @@ def sweep() -> int:
         StudioGeneration.status.in_(("queued", "running")), StudioGeneration.created_at < cutoff)
         .values(status="interrupted", error_code="generation_interrupted", finished_at=utcnow())).rowcount
     db.session.commit()
+    GENERATIONS.labels("unknown", "interrupted").inc(swept)
     return swept
 
 

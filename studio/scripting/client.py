@@ -17,6 +17,7 @@ from rq.results import Result
 from core.api import ApiError
 from core.db import end_reads
 from core.limits import Semaphore, hit_fixed_window
+from core.metrics import SCRIPT_RUNS, SCRIPT_SECONDS
 from core.redis import get_redis
 from core.queue import enqueue
 from core.queue_names import SCRIPTS
@@ -28,6 +29,9 @@ TENANT_TASKS_IN_FLIGHT = 1
 # A slot outlives any task it admitted: the task starts within the bound at the latest and the
 # sandbox kills it 0.6 s later. The job's queue TTL is the same 3 s.
 SLOT_LEASE_SECONDS = TASK_SECONDS + 1
+# How script_runs_total names each failure.
+OUTCOMES = {"code_timeout": "timeout", "code_resource_limit": "memory", "code_invalid_output": "invalid_output",
+            "code_execution_failed": "error", "code_runner_busy": "busy", "code_rate_limited": "rate_limited"}
 STATUS = {"code_timeout": 422, "code_resource_limit": 422, "code_execution_failed": 422,
           "code_invalid_output": 422, "code_runner_busy": 503, "code_rate_limited": 429}
 
@@ -120,10 +124,25 @@ def _revalidate(definition: dict, data: dict, output: dict) -> dict:
 
 
 def run_code(tenant_id: uuid.UUID, definition: dict, data: dict) -> dict:
-    """The record's data after the version's script (unchanged when it has none)."""
+    """The record's data after the version's script (unchanged when it has none), counted by
+    outcome and timed."""
     code = definition.get("code")
     if code is None:
         return data
+    started = time.monotonic()
+    try:
+        result = _run(tenant_id, definition, data, code)
+    except ApiError as err:
+        SCRIPT_RUNS.labels(OUTCOMES.get(err.code, "error")).inc()
+        raise
+    finally:
+        SCRIPT_SECONDS.observe(time.monotonic() - started)
+    SCRIPT_RUNS.labels("ok").inc()
+    return result
+
+
+def _run(tenant_id: uuid.UUID, definition: dict, data: dict, code: dict) -> dict:
+    """Run the script in the runner and check its output."""
     input_json = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     if len(input_json.encode()) > LIMITS["script_input_bytes"]:
         raise script_error("code_resource_limit", detail="input")
