@@ -1,8 +1,9 @@
 """Web plumbing shared by every page: CSRF scope, the session cookie, security headers, HTMX (the
 one way to tell an htmx request and to redirect one), template helpers, health."""
 import logging
+import secrets
 
-from flask import Blueprint, Flask, current_app, has_request_context, redirect, request
+from flask import Blueprint, Flask, current_app, g, has_request_context, redirect, request
 from flask_htmx import HTMX
 from flask_htmx.responses import HTMXResponseClientRedirect
 from flask.sessions import SecureCookieSessionInterface
@@ -19,10 +20,10 @@ htmx = HTMX()  # truthy when htmx asked (HX-Request: true): answer with the part
 # htmx runs from /static with its indicator CSS in app.css (includeIndicatorStyles: false), so no
 # inline script or style is needed anywhere. Framing is refused until the workbench embedding rules
 # say otherwise; a view may set its own header to relax it for one page.
-CONTENT_SECURITY_POLICY = "; ".join((
-    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
-    "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'",
-    "frame-ancestors 'none'"))
+POLICY = ("default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+          "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'",
+          "frame-ancestors 'none'")
+CONTENT_SECURITY_POLICY = "; ".join(POLICY)
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Frame-Options": "DENY",
@@ -68,6 +69,14 @@ def close_when_off(api: Blueprint, switch: str, code: str) -> None:
             raise ApiError(code, 503)
 
 
+def csp_nonce() -> str:
+    """This answer's nonce for the `<style>` elements a page's own script adds (CodeMirror's
+    themes): the page's policy then allows styles with it, and only on pages that asked."""
+    if "csp_nonce" not in g:
+        g.csp_nonce = secrets.token_urlsafe(18)
+    return g.csp_nonce
+
+
 def redirect_to(url: str):
     """Go to `url`: a full page load for htmx (HX-Redirect), an HTTP redirect otherwise."""
     return HTMXResponseClientRedirect(url) if htmx else redirect(url)
@@ -93,9 +102,14 @@ def init_web(app: Flask) -> None:
 
     @app.after_request
     def security_headers(response):
+        if "csp_nonce" in g:  # the page's code editor adds its styles with this nonce
+            response.headers.setdefault("Content-Security-Policy", "; ".join(
+                f"style-src 'self' 'nonce-{g.csp_nonce}'" if part == "style-src 'self'" else part for part in POLICY))
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
         return response
+
+    app.jinja_env.globals["csp_nonce"] = csp_nonce
 
     app.session_interface = SessionInterface()
 

@@ -96,7 +96,7 @@ def _page_context(found, selected: int | None) -> dict:
             "live_version": live_version, "permissions": PUBLISH_PERMISSIONS,
             "figures": [chart_figure(s) for s in summaries.get(str(current.version), [])],
             "editor_text": json.dumps(definition, ensure_ascii=False, indent=2),
-            "script_text": script,
+            "script_text": script, "script_limit": LIMITS["script_source_chars"],
             "idempotency_key": uuid.uuid4(), "workbench_entry": workbench.entry_of(found),
             "submitters": records.submitters(live),
             "provenance": {"origin": shown_origin(found.origin or ""), "license": shown_license(found.license or "")}}

@@ -18,54 +18,13 @@ document.addEventListener("click", (event) => {
   }
 });
 
-// Code editors: a line-number gutter beside each <textarea> in a .code-area.
-function numberLines(area) {
-  const editor = area.querySelector("textarea");
-  const gutter = area.querySelector(".gutter");
-  const lines = editor.value.split("\n").length;
-  if (gutter.dataset.lines !== String(lines)) {
-    gutter.textContent = Array.from({length: lines}, (_, i) => i + 1).join("\n");
-    gutter.dataset.lines = String(lines);
-  }
-  gutter.scrollTop = editor.scrollTop;
-}
-
-function numberAllLines() {
-  document.querySelectorAll(".code-area").forEach(numberLines);
-}
-
-document.addEventListener("DOMContentLoaded", numberAllLines);
-document.addEventListener("input", (event) => {
-  const area = event.target.closest?.(".code-area");
-  if (area) numberLines(area);
-});
-document.addEventListener("scroll", (event) => {
-  const area = event.target.closest?.(".code-area");
-  if (area) numberLines(area);
-}, true);
-
-// "Show line N": select that line of the named editor and scroll it into view.
-document.addEventListener("click", (event) => {
-  const link = event.target.closest("[data-goto-line]");
-  if (!link) return;
-  const editor = document.getElementById(link.dataset.editor);
-  if (!editor) return;
-  const lines = editor.value.split("\n");
-  const line = Math.min(Number(link.dataset.gotoLine), lines.length);
-  const start = lines.slice(0, line - 1).reduce((sum, text) => sum + text.length + 1, 0);
-  editor.focus();
-  editor.setSelectionRange(start, start + lines[line - 1].length);
-  const lineHeight = parseFloat(getComputedStyle(editor).lineHeight);
-  editor.scrollTop = Math.max(0, (line - 3) * lineHeight);
-  numberLines(editor.closest(".code-area"));
-});
-
 // Character counters: a <textarea data-counter="ID"> keeps the element ID's count current, from
 // what was typed before this deferred script ran too.
 function updateCounter(field) {
   const counter = field.dataset?.counter && document.getElementById(field.dataset.counter);
   if (!counter) return;
-  counter.textContent = counter.textContent.replace(/^\d+/, String(field.value.length));
+  const count = new Intl.NumberFormat(document.documentElement.lang).format(field.value.length);
+  counter.textContent = counter.textContent.replace(/^[\d,]+/, count);
 }
 document.addEventListener("input", (event) => updateCounter(event.target));
 document.querySelectorAll("textarea[data-counter]").forEach(updateCounter);

@@ -26,7 +26,7 @@ def test_a_generated_draft_opens_in_the_editor_with_the_draft_banner(page, live_
     expect(page.locator("#prompt-counter")).to_contain_text(f"{len(REQUIREMENT)} / 3000")
     page.get_by_role("button", name="Generate draft").click()
     expect(page.get_by_text("Draft — simulate and review before publishing")).to_be_visible(timeout=20_000)
-    expect(page.get_by_label("Definition JSON")).to_have_value(re.compile("Warranty claims"))
+    expect(page.get_by_label("Definition JSON")).to_contain_text("Warranty claims")
 
 
 def test_an_unsupported_requirement_lists_what_is_missing_by_label(page, live_server, admin, model_server,

@@ -86,3 +86,19 @@ def test_htmx_injects_no_style_or_eval_and_its_indicator_css_is_ours(client, app
         assert setting in config
     css = (PROJECT_ROOT / "static" / "css" / "app.css").read_text()
     assert ".htmx-indicator" in css and ".htmx-request .htmx-indicator" in css
+
+
+def test_only_a_page_with_the_code_editor_allows_its_styles_by_a_fresh_nonce(admin_client):
+    from tests.studio.conftest import ORIGIN, sample_definition
+
+    created = admin_client.post("/api/extensions/", json={"definition": sample_definition()}, headers=ORIGIN)
+    app_id = created.get_json()["data"]["extension_id"]
+    nonces = []
+    for _ in range(2):
+        page = admin_client.get(f"/extensions/{app_id}")
+        nonce = re.search(r'<meta name="csp-nonce" content="([^"]+)">', page.get_data(as_text=True))[1]
+        assert page.headers["Content-Security-Policy"] == CSP.replace("style-src 'self'",
+                                                                      f"style-src 'self' 'nonce-{nonce}'")
+        nonces.append(nonce)
+    assert nonces[0] != nonces[1] and len(nonces[0]) >= 24
+    assert admin_client.get("/extensions").headers["Content-Security-Policy"] == CSP

@@ -197,7 +197,8 @@ def test_editor_shows_the_script_in_its_own_box(api, admin_client):
     definition_box = page[page.index('id="definition-editor"'):page.index("</textarea>", page.index('id="definition-editor"'))]
     script_box = page[page.index('id="script-editor"'):page.index("</textarea>", page.index('id="script-editor"'))]
     assert "&#34;code&#34;" not in definition_box and "return {};" in script_box
-    assert page.count('class="gutter"') == 2
+    assert 'data-editor="json"' in definition_box and 'data-editor="javascript"' in script_box  # the code editors
+    assert 'data-editor-limit="8000"' in script_box and "10 of 8,000 characters" in page
 
 
 def test_editor_saves_the_script_box_as_the_versions_code(admin_client, draft_app):
