@@ -17,6 +17,7 @@ from core.api import ApiError
 from core.clock import utcnow
 from core.config import CONTINUOUS_ASSIGNMENT, switches_off
 from core.db import db, end_reads, insert_unless_present
+from core.metrics import RULE_RUNS
 from desk import conversations
 from desk.events import MESSAGE_RECEIVED, dispatch
 from desk.models import Channel, Conversation, Message
@@ -191,11 +192,14 @@ def _decision(tenant_id: uuid.UUID, run_id: uuid.UUID, rule: dict, seen: dict) -
 def _end(run_id: uuid.UUID, status: str, planned: int = 0, state: str | None = None,
          code: str | None = None, executed: bool = False) -> None:
     """Finish the running run (with its item, added before) and commit."""
-    db.session.execute(update(AutomationRun).where(AutomationRun.id == run_id, AutomationRun.status == "running")
-                       .values(status=status, scanned=1, planned_count=planned, executed=executed,
-                               schedule_execution_state=state, schedule_execution_code=code,
-                               finished_at=utcnow()))
+    ended = db.session.execute(update(AutomationRun).where(AutomationRun.id == run_id,
+                                                           AutomationRun.status == "running")
+                               .values(status=status, scanned=1, planned_count=planned, executed=executed,
+                                       schedule_execution_state=state, schedule_execution_code=code,
+                                       finished_at=utcnow())).rowcount
     db.session.commit()
+    if ended:
+        RULE_RUNS.labels(MODE, status).inc()
 
 
 def _resume(tenant_id: uuid.UUID, rule_id: uuid.UUID, seen: dict) -> str | None:

@@ -24,7 +24,9 @@ from tests.openapi.conftest import make_open_app  # noqa: F401 (fixtures of othe
 from tests.openapi.test_webhooks import create, hooked, work  # noqa: F401
 from tests.rules.conftest import rules  # noqa: F401
 from tests.rules.test_execution import _executed_with_one_changed, published, target  # noqa: F401
+from tests.rules.test_message_events import SWITCHES, inbound, publish as publish_rule, work as work_events
 from tests.rules.test_plans import plan
+from tests.rules.test_service import KEYWORD, MESSAGE_EVENT, message_rule
 from tests.studio.conftest import api  # noqa: F401
 from tests.studio.test_generation import app_answer, gen, generate  # noqa: F401
 from tests.studio.test_scripts import CODE_DEFINITION
@@ -201,6 +203,18 @@ def test_rule_runs_and_commands_are_counted(automation_on, app, client, rules, t
     after = scrape(client)
     for state in ("applied", "state_changed"):
         assert delta(before, after, "rule_commands_total", state=state) == 1
+
+
+def test_message_triggered_runs_are_counted(app, client, rules, agent, channel, redis_conn, monkeypatch):  # noqa: F811
+    for name in SWITCHES:
+        monkeypatch.setitem(app.config, name, True)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+
+    def drive():
+        inbound(client, channel)
+        work_events(app, redis_conn)
+
+    assert moved(client, drive, "rule_runs_total", trigger="message_event", status="complete") == 1
 
 
 def test_the_scheduler_tick_age_is_read_at_scrape_time(client):
