@@ -9,6 +9,8 @@ from flask import Blueprint, Flask, current_app, has_request_context, jsonify, r
 from flask_babel import Babel, Domain, force_locale, format_datetime, format_decimal, get_locale, gettext as _
 from flask_babel import lazy_gettext as _l
 
+from core.api import ApiError
+
 # Babel's locale ids with each language's own name (the switcher shows it in that language).
 LOCALES = {"zh_CN": "简体中文", "en": "English"}
 DEFAULT_LOCALE = "zh_CN"
@@ -130,7 +132,7 @@ def client_catalog(tag: str):
     """The client script's messages in one language (cacheable: the language is in the URL)."""
     locale = locale_of(tag)
     if locale is None:
-        return jsonify({}), 404
+        raise ApiError("not_found", 404)
     with force_locale(locale):
         response = jsonify({key: str(text) for key, text in CLIENT_MESSAGES.items()})
     response.cache_control.public = True

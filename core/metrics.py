@@ -97,6 +97,14 @@ class _Readings:
             yield from reader()
 
 
+class _Own:
+    """This process's own values (no multiprocess directory)."""
+
+    def collect(self):
+        """What REGISTRY holds."""
+        yield from REGISTRY.collect()
+
+
 @bp.get("/metrics")
 def metrics():
     """The Prometheus exposition of every process's counters and the scrape-time readings."""
@@ -109,14 +117,6 @@ def metrics():
         registry.register(_Own())
     registry.register(_Readings([queue_depths, *current_app.extensions[READINGS]]))
     return Response(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
-
-
-class _Own:
-    """This process's own values (no multiprocess directory)."""
-
-    def collect(self):
-        """What REGISTRY holds."""
-        yield from REGISTRY.collect()
 
 
 def init_metrics(app: Flask) -> None:
