@@ -16,6 +16,7 @@ import http.client
 import ipaddress
 import itertools
 import os
+import re
 import socket
 import ssl
 import threading
@@ -24,16 +25,25 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from functools import cache
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import certifi
 import urllib3
 from flask import current_app
+from flask_babel import lazy_gettext as _l
 from urllib3.connection import HTTPSConnection
 from urllib3.util.ssl_ import create_urllib3_context
 from urllib3.util.ssl_match_hostname import CertificateError
 
+from core.api import ApiError
+from core.db import end_reads
+
 RESPONSE_LIMIT = 64 * 1024
+URL_MAX_CHARS = 2048
+SAVE_DNS_SECONDS = 5.0  # the lookup an address gets when it is saved
+_DIGITS_AND_DOTS = re.compile(r"[0-9.]+")
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+_PATH = re.compile(r"(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)+")
 LOOKUP_THREADS = 8  # DNS lookups of one process at once (each bounded by its attempt's deadline)
 # Ranges the ipaddress module does not already flag as private, reserved, loopback and the like.
 EXTRA_BLOCKED = tuple(ipaddress.ip_network(net) for net in (
@@ -43,6 +53,30 @@ EXTRA_BLOCKED = tuple(ipaddress.ip_network(net) for net in (
     "198.18.0.0/15",   # benchmarking
 ))
 resolver = socket.getaddrinfo  # the system resolver; tests give DNS answers of their own here
+
+
+# What each refusal of an address at save means, for the pages that save one.
+ADDRESS_RULES = {
+    "invalid_url": _l("Enter a full https:// address."),
+    "invalid_characters": _l("Remove the spaces, line breaks and other invisible characters from the address."),
+    "not_normalized": _l("Write the address in its plain form: https:// and the host in lower case, no trailing "
+                         "dot or :443, an IPv4 address without leading zeros, a path without . or .. segments "
+                         "and with other characters percent-encoded."),
+    "https_required": _l("Use an https:// address."),
+    "port_not_allowed": _l("Only the standard HTTPS port (443) is allowed."),
+    "query_not_allowed": _l("Remove the query string and any #fragment."),
+    "credentials_in_url": _l("Remove the user name and password from the address."),
+    "ipv6_not_supported": _l("IPv6 addresses are not supported: use a host name with a public IPv4 address."),
+    "dns_failed": _l("The host name does not resolve."),
+    "timeout": _l("The host name did not resolve in time."),
+    "no_ipv4_address": _l("The host has no IPv4 address."),
+    "address_not_public": _l("The host resolves to an internal or otherwise non-public address."),
+}
+
+
+def address_refusal(reason: str | None) -> str:
+    """What a refused address's rule means, in the page's language."""
+    return str(ADDRESS_RULES.get(reason or "", ADDRESS_RULES["invalid_url"]))
 
 
 class EgressRefused(Exception):
@@ -80,29 +114,64 @@ class Response:
 
 
 def check_url(url: str) -> Target:
-    """Parse and check a URL's shape; raises EgressRefused."""
+    """Parse and check an outbound address, the one parser for every one (record-action bindings,
+    channel endpoints, Open API webhook URLs; at save and at every use); raises EgressRefused.
+
+    No whitespace, control character or NUL anywhere, and the normal form: lower-case `https` and
+    host (an international name as written, sent in its ASCII form), no trailing dot, no written
+    default port, a dotted IPv4 address without leading zeros, an ASCII path without dot segments."""
+    if not url:
+        raise EgressRefused("invalid_url")
+    if not all(character.isprintable() and not character.isspace() for character in url):
+        raise EgressRefused("invalid_characters")
     try:
         parts = urlsplit(url)
         port = 443 if parts.port is None else parts.port  # an explicit :0 is a port, not "default"
     except ValueError:
         raise EgressRefused("invalid_url") from None
-    if parts.scheme != "https":
+    if parts.scheme.lower() != "https":
         raise EgressRefused("https_required")
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
         raise EgressRefused("credentials_in_url")
-    if parts.query or "?" in url or parts.fragment:
+    if "?" in url or "#" in url:
         raise EgressRefused("query_not_allowed")
     if port != current_app.config["EGRESS_PORT"]:
         raise EgressRefused("port_not_allowed")
+    if "[" in parts.netloc:
+        raise EgressRefused("ipv6_not_supported")
+    written_host, colon, written_port = parts.netloc.partition(":")
     try:  # certificates name the ASCII (IDNA) form of a host
-        host = (parts.hostname or "").rstrip(".").encode("idna").decode("ascii")
+        host = written_host.encode("idna").decode("ascii")
+        shown = host.encode("ascii").decode("idna")  # refuses a broken xn-- label
+        normal_name = written_host == written_host.lower() and written_host in (host, shown)
     except UnicodeError:
         raise EgressRefused("invalid_url") from None
     if not host:
         raise EgressRefused("invalid_url")
-    if ":" in host:
-        raise EgressRefused("ipv6_not_supported")
+    normal_port = not colon or (written_port == str(port) and port != 443)
+    if not (url.startswith("https://") and normal_port and normal_name and _normal_host(host)
+            and _normal_path(parts.path)):
+        raise EgressRefused("not_normalized")
     return Target(host=host, port=port, path=parts.path or "/")
+
+
+def _normal_host(host: str) -> bool:
+    """A dotted-quad IPv4 address as Python writes it, or a lower-case DNS name whose last label
+    starts with a letter (so no resolver reads it as a number: `0x7f.1`, `2130706433`)."""
+    if _DIGITS_AND_DOTS.fullmatch(host):
+        try:
+            return str(ipaddress.IPv4Address(host)) == host
+        except ValueError:
+            return False
+    labels = host.split(".")
+    return all(_LABEL.fullmatch(label) for label in labels) and labels[-1][0].isalpha() and len(host) <= 253
+
+
+def _normal_path(path: str) -> bool:
+    """Empty (sent as `/`) or `/`-separated segments of RFC 3986 path characters and well-formed
+    percent escapes, none of them `.` or `..` (escaped or not)."""
+    segments = {unquote(segment) for segment in path.split("/")}
+    return (not path or _PATH.fullmatch(path) is not None) and not {".", ".."} & segments
 
 
 def _allowed_extra() -> list:
@@ -154,12 +223,27 @@ def _resolve_by(target: Target, deadline: float) -> str:
         raise EgressFailed("timeout") from None
 
 
-def check_endpoint(url: str, timeout: float = 5.0) -> Target:
-    """Check an address an administrator binds: its shape, and that its host resolves, within
+def check_endpoint(url: str, timeout: float = SAVE_DNS_SECONDS) -> Target:
+    """Check an address an administrator saves: its shape, and that its host resolves, within
     `timeout`, to public IPv4 addresses only (`post` checks both again at every use)."""
     target = check_url(url)
     _resolve_by(target, time.monotonic() + timeout)
     return target
+
+
+def address_to_save(url: object, code: str, *, resolve: bool = True) -> Target:
+    """An outbound address a tenant saves, checked as `check_endpoint` (or its shape alone, when
+    `resolve` is off: the operator's CLI); else 400 `code` naming the refused rule in `detail`.
+    The read-only transaction is ended before the DNS lookup, so nothing is held while it waits."""
+    if not isinstance(url, str) or not url or len(url) > URL_MAX_CHARS:
+        raise ApiError(code, 400, detail="invalid_url")
+    try:
+        if not resolve:
+            return check_url(url)
+        end_reads()
+        return check_endpoint(url)
+    except (EgressRefused, EgressFailed) as refused:
+        raise ApiError(code, 400, detail=refused.reason) from None
 
 
 @cache

@@ -3,12 +3,12 @@ workbench's replies are delivered (HTTPS, its own signing secret shown once, enc
 import uuid
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
-from flask_babel import gettext as _, lazy_gettext as _l
+from flask_babel import gettext as _
 from sqlalchemy import select
 
 from core.api import ApiError
 from core.db import db
-from core.i18n import number
+from core.egress import URL_MAX_CHARS, address_refusal
 from core.text import storable
 from desk import outbound
 from desk.channels import create_channel
@@ -18,13 +18,6 @@ from desk.sessions import admin_console_required, current_member
 bp = Blueprint("channels", __name__)
 
 NAME_LIMIT = 80
-URL_MESSAGES = {
-    "https_required": _l("Use an https:// address."),
-    "port_not_allowed": _l("Use the standard HTTPS port."),
-    "credentials_in_url": _l("Leave user names and passwords out of the address."),
-    "query_not_allowed": _l("Leave the query string (?…) out of the address."),
-    "ipv6_not_supported": _l("Use a host name or an IPv4 address."),
-}
 
 
 def _page(status: int = 200, **shown):
@@ -32,8 +25,7 @@ def _page(status: int = 200, **shown):
     channels = list(db.session.scalars(select(Channel).where(Channel.tenant_id == current_member().tenant_id)
                                        .order_by(Channel.created_at)))
     return (render_template("desk/channels.html", channels=channels, name_max=NAME_LIMIT,
-                            url_max=outbound.URL_LIMIT, **shown), status,
-            {"Cache-Control": "no-store"})
+                            url_max=URL_MAX_CHARS, **shown), status)
 
 
 @bp.get("/channels")
@@ -65,9 +57,8 @@ def set_outbound(channel_id: uuid.UUID):
         if err.code != "invalid_outbound_url":
             raise
         db.session.rollback()
-        text = URL_MESSAGES.get(err.detail) or _("Enter the full https:// address of your server (at most %(max)s "
-                                                 "characters; a public host).", max=number(outbound.URL_LIMIT))
-        return _page(422, url_error={"channel_id": channel_id, "text": text, "value": request.form.get("url", "")})
+        return _page(422, url_error={"channel_id": channel_id, "text": address_refusal(err.detail),
+                                     "value": request.form.get("url", "")})
     db.session.commit()
     return _page(200, shown_secret={"channel_id": channel_id, "kind": "outbound", "secret": secret})
 

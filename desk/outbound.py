@@ -13,29 +13,22 @@ from core.api import ApiError
 from core.clock import iso, utcnow
 from core.crypto import encrypt
 from core.db import db, tenant_row
-from core.egress import EgressRefused, check_url
-from core.text import storable
+from core.egress import address_to_save
 from desk.models import Channel, ChannelDelivery, ChannelDeliveryAttempt, Conversation, Customer, Message
 
 REPLY_TYPE = "conversation.reply"
-URL_LIMIT = 2048
 OUTBOX = delivery.Outbox(
     name="reply", job="jobs.tasks.deliver_reply", events=ChannelDelivery.__table__,
     attempts=ChannelDeliveryAttempt.__table__, targets=Channel.__table__, target_key="channel_id",
     url="outbound_url", secret="outbound_secret_encrypted", user_agent="CustomStudio-Replies/1")
 
 
-def set_endpoint(tenant_id: uuid.UUID, channel_id: uuid.UUID, url: str) -> str:
+def set_endpoint(tenant_id: uuid.UUID, channel_id: uuid.UUID, url: object) -> str:
     """Point the channel's replies at an HTTPS URL with a new signing secret (returned once, stored
-    encrypted). 400 invalid_outbound_url for a URL egress would refuse. Flushes only."""
+    encrypted). 404 for another tenant's channel; 400 invalid_outbound_url for a URL egress refuses
+    now, its host resolved (the read ends first: nothing is held while DNS answers). Flushes only."""
     channel = tenant_row(Channel, tenant_id, channel_id)
-    url = (url or "").strip()
-    if not url or len(url) > URL_LIMIT or not storable(url):
-        raise ApiError("invalid_outbound_url", 400)
-    try:
-        check_url(url)
-    except EgressRefused as refused:
-        raise ApiError("invalid_outbound_url", 400, detail=refused.reason) from None
+    address_to_save(url, "invalid_outbound_url")
     secret = secrets.token_hex(32)
     channel.outbound_url, channel.outbound_secret_encrypted = url, encrypt(secret)
     db.session.flush()

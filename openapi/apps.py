@@ -12,7 +12,7 @@ from core.clock import utcnow
 from core.crypto import encrypt, sha256_hex
 from core.db import db, tenant_row
 from core.once import take_tenant_slot
-from core.egress import EgressRefused, check_url
+from core.egress import address_to_save
 from desk.models import Tenant
 from openapi.models import OpenApp, OpenTenantUsage, WebhookEvent
 
@@ -51,23 +51,21 @@ def clean_scopes(scopes: object) -> list[str]:
     return [scope for scope in SCOPES if scope in scopes]
 
 
-def _clean_url(url: object) -> str | None:
-    """An optional event URL of the shape egress accepts (its DNS is checked at each delivery)."""
+def _clean_url(url: object, resolve: bool) -> str | None:
+    """An optional event URL that egress accepts now, its host resolved unless `resolve` is off (the
+    operator's CLI); its DNS is checked again at each delivery."""
     if url is None or url == "":
         return None
-    if not isinstance(url, str) or len(url) > 2048:
-        raise ApiError("invalid_webhook_url", 400)
-    try:
-        check_url(url)
-    except EgressRefused as refused:
-        raise ApiError("invalid_webhook_url", 400, detail=refused.reason) from None
+    address_to_save(url, "invalid_webhook_url", resolve=resolve)
     return url
 
 
 def create_app(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, name: object, scopes: object,
-               webhook_url: object = None) -> Credentials:
-    """Create an application; the token (and secret, with a URL) exist in plain text only here."""
-    name, scopes, url = _clean_name(name), clean_scopes(scopes), _clean_url(webhook_url)
+               webhook_url: object = None, *, resolve_webhook: bool = True) -> Credentials:
+    """Create an application; the token (and secret, with a URL) exist in plain text only here.
+    The URL's host is resolved and checked now unless `resolve_webhook` is off (the operator's CLI,
+    which may name a receiver that is not up yet)."""
+    name, scopes, url = _clean_name(name), clean_scopes(scopes), _clean_url(webhook_url, resolve_webhook)
     take_tenant_slot(OpenTenantUsage, tenant_id, APPS_PER_TENANT, "app_limit")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     secret = "whsec_" + secrets.token_hex(32) if url else None

@@ -23,7 +23,7 @@ def open_apps_create(tenant_id, name, scopes, webhook_url, as_json):
         if db.session.get(Tenant, tenant_id) is None:
             raise ApiError("not_found", 404)
         return create_app(tenant_id, None, name, [s.strip() for s in scopes.split(",") if s.strip()],
-                          webhook_url)
+                          webhook_url, resolve_webhook=False)
     made = commit_or_fail(create)
     emit({"app_id": str(made.app.id), "token": made.token, "signing_secret": made.signing_secret},
          as_json, f"application {made.app.id} created; token {made.token}"

@@ -8,7 +8,7 @@ import logging
 import secrets
 import uuid
 
-from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _, lazy_gettext as _l
 from flask_login import current_user
 from redis.exceptions import RedisError
@@ -17,6 +17,7 @@ from core.api import ApiError
 from core.clock import utcnow
 from core.crypto import decrypt, encrypt
 from core.db import db
+from core.egress import address_refusal
 from core.redis import get_redis
 from core.web import close_when_off
 from desk.sessions import admin_console_required, current_member
@@ -83,8 +84,7 @@ def index():
 _CREATE_ERRORS = {
     "invalid_name": ("name", _l("Give the application a name of at most 80 characters.")),
     "invalid_scopes": ("scopes", _l("Choose at least one scope.")),
-    "invalid_webhook_url": ("webhook_url", _l("Use a public https:// address on port 443, without a query or "
-                                              "credentials.")),
+    "invalid_webhook_url": ("webhook_url", None),  # the refused rule says what to change
     "app_limit": ("form", _l("This organisation has created 100 applications (revoked ones count).")),
 }
 
@@ -117,7 +117,7 @@ def create():
         except ApiError as err:
             db.session.rollback()
             field, message = _CREATE_ERRORS.get(err.code, ("form", err.code))
-            errors = {field: message}
+            errors = {field: message or address_refusal(err.detail)}
     if errors:
         return _render_index(422, errors, request.form)
     once = secrets.token_urlsafe(24)
@@ -146,10 +146,7 @@ def credentials(once: str):
     stored = get_redis().getdel(_once_key(once))
     shown = json.loads(decrypt(stored.decode())) if stored else None
     found = apps.get_app(current_member().tenant_id, uuid.UUID(shown["app_id"])) if shown else None
-    response = make_response(render_template("openapi/created.html", shown=shown, app=found,
-                                             scope_labels=SCOPE_LABELS))
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return render_template("openapi/created.html", shown=shown, app=found, scope_labels=SCOPE_LABELS)
 
 
 @bp.post("/open-platform/apps/<uuid:app_id>/revoke")

@@ -10,6 +10,7 @@ from flask_login import current_user
 
 from core.api import ApiError, parse_uuid
 from core.db import db
+from core.egress import ADDRESS_RULES, URL_MAX_CHARS, address_refusal
 from core.forms import form_integer
 from core.queue import commit_then_enqueue
 from core.web import close_when_off, htmx
@@ -20,18 +21,6 @@ from studio.catalog import LIMITS
 bp = Blueprint("studio_actions", __name__)
 close_when_off(bp, "EXTENSIONS_ENABLED", "extensions_disabled")
 
-ENDPOINT_RULES = {
-    "invalid_url": _l("Enter a full https:// address."),
-    "https_required": _l("Use an https:// address."),
-    "port_not_allowed": _l("Only the standard HTTPS port (443) is allowed."),
-    "query_not_allowed": _l("Remove the query string and any #fragment."),
-    "credentials_in_url": _l("Remove the user name and password from the address."),
-    "ipv6_not_supported": _l("IPv6 addresses are not supported: use a host name with a public IPv4 address."),
-    "dns_failed": _l("The host name does not resolve."),
-    "timeout": _l("The host name did not resolve in time."),
-    "no_ipv4_address": _l("The host has no IPv4 address."),
-    "address_not_public": _l("The host resolves to an internal or otherwise non-public address."),
-}
 MESSAGES = {
     "invalid_version": _l("Choose a version of this application."),
     "not_found": _l("This version has no such action, or nothing is bound to it."),
@@ -59,7 +48,7 @@ MESSAGES = {
 
 # Why a run failed or awaits verification (run.error), for the outcome shown.
 RUN_ERRORS = {
-    **ENDPOINT_RULES,
+    **ADDRESS_RULES,
     "address_not_public": _l("At the time of the run the host resolved to an internal or otherwise non-public "
                              "address."),
     "dns_failed": _l("At the time of the run the host name did not resolve."),
@@ -76,7 +65,7 @@ RUN_ERRORS = {
 def message(err: ApiError) -> str:
     """What a refusal means, in words (in the page's language)."""
     if err.code == "invalid_endpoint":
-        return str(ENDPOINT_RULES.get(err.detail, ENDPOINT_RULES["invalid_url"]))
+        return address_refusal(err.detail)
     found = MESSAGES.get(err.code)
     return _("Refused: %(code)s.", code=err.code) if found is None else str(found)
 
@@ -88,7 +77,7 @@ def _app(app_id: uuid.UUID):
 def _bindings_page(found, status: int = 200, refused: dict | None = None):
     """The actions of every version with their addresses; `refused` says which form failed and why."""
     return render_template("studio/actions.html", app=found, entries=actions.entries(found), refused=refused or {},
-                           endpoint_max=actions.ENDPOINT_MAX_CHARS), status
+                           endpoint_max=URL_MAX_CHARS), status
 
 
 @bp.get("/extensions/<uuid:app_id>/actions")

@@ -30,8 +30,8 @@ from core.api import ApiError
 from core.clock import utcnow
 from core.config import require_shorter
 from core.crypto import decrypt_cached, encrypt
-from core.db import db, end_reads, step_connection, tenant_row
-from core.egress import EgressFailed, EgressRefused, check_endpoint, post
+from core.db import db, step_connection, tenant_row
+from core.egress import EgressFailed, EgressRefused, address_to_save, post
 from core.limits import Semaphore, hit_fixed_window
 from core.once import CreateOnce
 from core.queue import JobSpec
@@ -50,8 +50,6 @@ SLOT_WAIT_SECONDS = 20  # a job waits this long for one of the platform's slots,
 SLOT_LEASE_SECONDS = 30  # a slot outlives its POST (the transport deadline)
 JOB_SECONDS = 60  # RQ's bound on one run's job: the slot wait and the POST
 STUCK_SECONDS = 120  # a run still `sending` this long after it started was interrupted
-BIND_DNS_SECONDS = 5.0
-ENDPOINT_MAX_CHARS = 2_048
 BEARER_MAX_CHARS = 4_096
 BEARER_RE = re.compile(r"[A-Za-z0-9\-._~+/]+=*", re.ASCII)  # RFC 6750 b64token: nothing a header could split on
 CAMPAIGN_NAME_MAX_CHARS = 200
@@ -121,13 +119,7 @@ def _checked_endpoint(endpoint: object) -> str:
     """The host of an address that passes the egress rules now: 400 invalid_endpoint naming the rule.
 
     The DNS lookup holds no transaction (the caller has only read so far)."""
-    if not isinstance(endpoint, str) or not endpoint or len(endpoint) > ENDPOINT_MAX_CHARS:
-        raise ApiError("invalid_endpoint", 400, detail="invalid_url")
-    end_reads()
-    try:
-        return check_endpoint(endpoint, BIND_DNS_SECONDS).host
-    except (EgressRefused, EgressFailed) as refused:
-        raise ApiError("invalid_endpoint", 400, detail=refused.reason) from None
+    return address_to_save(endpoint, "invalid_endpoint").host
 
 
 def _checked_token(token: object) -> str | None:

@@ -271,6 +271,8 @@ def dns(monkeypatch):
     answers: dict[str, list[list[str]]] = {}
 
     def lookup(host, port, family, kind):
+        if re.fullmatch(r"[0-9.]+", host) and host not in answers:  # a literal answers itself, as the system's does
+            answers[host] = [[host]]
         if host not in answers or not answers[host]:
             raise socket.gaierror(socket.EAI_NONAME, "unknown")
         batch = answers[host].pop(0) if len(answers[host]) > 1 else answers[host][0]

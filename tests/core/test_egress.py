@@ -171,3 +171,16 @@ def test_every_attempt_s_deadline_rings_on_the_one_watchdog_thread(receiver, dns
     for _ in range(5):
         assert post(receiver.url()).status == 200
     assert [thread.name for thread in threading.enumerate()].count("egress-watchdog") == 1
+
+
+@pytest.mark.parametrize("url", ["https://crm.example.com/hook", "https://crm.example.com", "https://93.184.216.34/a",
+                                 "https://bücher.example/hook", "https://xn--bcher-kva.example/hook",
+                                 "https://crm.example.com/a;b=c/d@e:f~g%20h"])
+def test_normal_addresses_pass_the_one_parser(app, url):
+    assert egress.check_url(url).port == 443
+
+
+def test_a_stored_address_that_is_not_normal_is_refused_at_use_too(app):
+    with pytest.raises(egress.EgressRefused) as refused:
+        post("https://crm.example.com/a\r\nX-Injected: 1")
+    assert refused.value.reason == "invalid_characters"

@@ -137,11 +137,20 @@ def test_the_outbound_secret_is_shown_once_and_stored_encrypted(admin_client, ch
 
 
 @pytest.mark.parametrize("url,says", [("http://example.com/hook", "Use an https:// address."),
-                                      ("https://user:pw@example.com/", "Leave user names and passwords"),
-                                      ("https://example.com/hook?x=1", "Leave the query string"),
-                                      ("not a url", "Use an https:// address."), ("https://", "Enter the full https:// address"),
-                                      ("https://" + "a" * 2050 + ".com/", "Enter the full https:// address")])
-def test_a_bad_endpoint_is_refused_next_to_its_field(admin_client, channel, url, says):
+                                      ("https://user:pw@example.com/", "Remove the user name and password"),
+                                      ("https://example.com/hook?x=1", "Remove the query string"),
+                                      ("not a url", "Remove the spaces, line breaks"), ("https://", "Enter a full https://"),
+                                      ("https://" + "a" * 2050 + ".com/", "Enter a full https:// address"),
+                                      (" https://example.com/hook", "Remove the spaces, line breaks"),
+                                      ("https://example.com/a\x00", "Remove the spaces, line breaks"),
+                                      ("https://169.254.169.254/x", "non-public address"),
+                                      ("https://10.0.0.1/x", "non-public address"),
+                                      ("https://0.0.0.0/x", "non-public address"),
+                                      ("https://100.64.0.1/x", "non-public address"),
+                                      ("https://127.1/x", "in its plain form"),
+                                      ("https://internal.example.com/x", "non-public address")])
+def test_a_bad_endpoint_is_refused_next_to_its_field(admin_client, channel, dns, url, says):
+    dns["internal.example.com"] = [["192.168.1.1"]]
     response = set_endpoint(admin_client, channel, url)
     assert response.status_code == 422 and says in response.get_data(as_text=True)
     db.session.expire_all()

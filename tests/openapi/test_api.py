@@ -300,7 +300,8 @@ def test_the_ten_thousand_and_first_record_is_refused(make_open_app):
     assert db.session.scalar(select(func.count()).select_from(OpenRecord)) == 0  # the refused row is rolled back
 
 
-def test_twenty_parallel_identical_requests_make_one_record_and_one_event(make_open_app, app):
+def test_twenty_parallel_identical_requests_make_one_record_and_one_event(make_open_app, app, dns):
+    dns["hooks.example.com"] = [["93.184.216.34"]]
     found, client, _ = make_open_app(webhook_url="https://hooks.example.com/in")
     key = str(uuid.uuid4())
 
@@ -468,11 +469,12 @@ def test_revocation_waits_for_an_in_flight_write_of_the_application(app, make_op
 
 
 def test_a_write_already_authenticated_when_revocation_lands_leaves_nothing_to_deliver(
-        app, make_open_app, tenant, admin, monkeypatch):
+        app, make_open_app, tenant, admin, monkeypatch, dns):
     import threading
 
     from openapi import records
 
+    dns["hooks.example.com"] = [["93.184.216.34"]]
     found, client, _ = make_open_app(webhook_url="https://hooks.example.com/in")
     authenticated, go_on = threading.Event(), threading.Event()
     check_data = records.validate_data

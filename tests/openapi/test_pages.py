@@ -64,15 +64,23 @@ def test_the_processing_confirmation_is_required(admin_client):
 @pytest.mark.parametrize("fields,message", [
     ({"scopes": []}, "Choose at least one scope."),
     ({"scopes": ["app.records.read"], "name": " "}, "Give the application a name"),
-    ({"scopes": ["app.records.read"], "webhook_url": "http://crm.example.com/hook"}, "public https:// address"),
-    ({"scopes": ["app.records.read"], "webhook_url": "https://crm.example.com:8443/hook"}, "public https:// address"),
+    ({"scopes": ["app.records.read"], "webhook_url": "http://crm.example.com/hook"}, "Use an https:// address."),
+    ({"scopes": ["app.records.read"], "webhook_url": "https://crm.example.com:8443/hook"},
+     "Only the standard HTTPS port (443) is allowed."),
+    ({"scopes": ["app.records.read"], "webhook_url": "https://crm.example.com/a\r\nX: 1"}, "Remove the spaces, line breaks"),
+    ({"scopes": ["app.records.read"], "webhook_url": "https://CRM.example.com/hook"}, "in its plain form"),
+    ({"scopes": ["app.records.read"], "webhook_url": "https://internal.example.com/hook"},
+     "resolves to an internal or otherwise non-public address"),
+    ({"scopes": ["app.records.read"], "webhook_url": "https://nowhere.example.com/hook"}, "does not resolve"),
 ])
-def test_invalid_forms_are_explained_next_to_the_field(admin_client, fields, message):
+def test_invalid_forms_are_explained_next_to_the_field(admin_client, dns, fields, message):
+    dns["internal.example.com"] = [["10.0.0.1"]]
     response = _create(admin_client, **fields)
     assert response.status_code == 422 and message in _text(response) and _apps() == 0
 
 
-def test_credentials_are_shown_once_and_work(app, admin_client):
+def test_credentials_are_shown_once_and_work(app, admin_client, dns):
+    dns["crm.example.com"] = [["93.184.216.34"]]
     response = _create(admin_client, scopes=["app.records.read", "app.records.write"],
                        webhook_url="https://crm.example.com/hooks/in")
     assert response.status_code == 302
@@ -130,7 +138,8 @@ def test_revoking_from_the_page_stops_the_token(admin_client, make_open_app):
     assert client.get("/records").status_code == 401
 
 
-def test_another_tenants_application_cannot_be_revoked_or_viewed(admin_client, make_open_app, other_tenant):
+def test_another_tenants_application_cannot_be_revoked_or_viewed(admin_client, make_open_app, other_tenant, dns):
+    dns["crm.example.com"] = [["93.184.216.34"]]
     foreign, client, _ = make_open_app(["app.records.read"], webhook_url="https://crm.example.com/in",
                                        tenant_id=other_tenant.id)
     token = csrf_from(_text(admin_client.get("/open-platform")))
@@ -139,7 +148,8 @@ def test_another_tenants_application_cannot_be_revoked_or_viewed(admin_client, m
     assert client.get("/records").status_code == 200
 
 
-def test_the_delivery_view_lists_events_and_attempts(admin_client, make_open_app):
+def test_the_delivery_view_lists_events_and_attempts(admin_client, make_open_app, dns):
+    dns["crm.example.com"] = [["93.184.216.34"]]
     found, client, _ = make_open_app(["app.records.write"], webhook_url="https://crm.example.com/in")
     client.post_record({"a": 1}, str(uuid.uuid4()))
     event = db.session.scalar(select(WebhookEvent))

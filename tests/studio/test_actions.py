@@ -187,6 +187,22 @@ def test_another_tenants_app_cannot_be_bound(api, acting, receiver, other_tenant
     ("https://mixed.test/hook", "address_not_public"),
     ("https://nowhere.test/hook", "dns_failed"),
     ("crm.example.com/hook", "https_required"),
+    ("https://127.0.0.1:8444/a\r\nX: 1", "invalid_characters"),
+    (" https://crm.example.com/hook", "invalid_characters"),
+    ("https://crm.example.com/hook\x00", "invalid_characters"),
+    ("https://crm.example.com/my hook", "invalid_characters"),
+    ("https://crm.example.com/hook\u2028", "invalid_characters"),
+    ("https://CRM.example.com/hook", "not_normalized"),
+    ("HTTPS://crm.example.com/hook", "not_normalized"),
+    ("https://crm.example.com./hook", "not_normalized"),
+    ("https://crm.example.com:443/hook", "not_normalized"),
+    ("https://0x7f.0.0.1/hook", "not_normalized"),
+    ("https://2130706433/hook", "not_normalized"),
+    ("https://010.0.0.1/hook", "not_normalized"),
+    ("https://crm.example.com/a/../hook", "not_normalized"),
+    ("https://crm.example.com/a/%2E%2E/hook", "not_normalized"),
+    ("https://crm.example.com/hook%zz", "not_normalized"),
+    ("https://crm.example.com/ü", "not_normalized"),
 ])
 def test_an_address_must_pass_the_egress_rules_at_bind_time(api, acting, dns, endpoint, rule):
     dns.update({"internal.test": [["10.0.0.7"]], "metadata.test": [["169.254.169.254"]],
@@ -616,7 +632,7 @@ def test_customer_profile_data_never_reaches_an_action_payload(api, receiver, re
     add_to_workbench(found, None)
     db.session.commit()
     conversation = customer_conversation(tenant, "About my order", **PROFILE)
-    entry = set_grants(agent, open_entry(agent, found.id, 1), {"name", "contact", "note"})
+    entry = set_grants(agent, open_entry(agent, found.id, 1), {"name", "contact", "note"}, restricted=False)
     record, _ = submit(agent, entry, conversation, {"title": "Callback", "notes": "typed by the agent"}, uuid.uuid4())
     db.session.commit()
     binding_id = bound(api, app_id, receiver.url("localhost"))
