@@ -101,6 +101,14 @@ def init_web(app: Flask) -> None:
         return response
 
     @app.after_request
+    def never_stored(response):
+        # Pages, partials and JSON carry customer data or one-time secrets: no browser or proxy
+        # keeps them. Static files, and answers that say otherwise (the client catalog), excepted.
+        if (request.endpoint != "static" or response.status_code >= 400) and "Cache-Control" not in response.headers:
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.after_request
     def security_headers(response):
         if "csp_nonce" in g:  # the page's code editor adds its styles with this nonce
             response.headers.setdefault("Content-Security-Policy", "; ".join(

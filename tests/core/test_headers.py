@@ -102,3 +102,15 @@ def test_only_a_page_with_the_code_editor_allows_its_styles_by_a_fresh_nonce(adm
         nonces.append(nonce)
     assert nonces[0] != nonces[1] and len(nonces[0]) >= 24
     assert admin_client.get("/extensions").headers["Content-Security-Policy"] == CSP
+
+
+@pytest.mark.parametrize("path, headers", [("/workbench", {}), ("/workbench", {"HX-Request": "true"}),
+                                           ("/workbench/changes?since=2000-01-01T00:00:00Z", {}),
+                                           ("/login", {}), ("/no-such-page", {})])
+def test_pages_partials_and_polls_with_customer_data_are_never_stored(agent_client, path, headers):
+    assert agent_client.get(path, headers=headers).headers["Cache-Control"] == "no-store"
+
+
+def test_static_files_and_the_client_catalog_keep_their_own_caching(client):
+    assert "no-store" not in client.get("/static/js/app.js").headers.get("Cache-Control", "")
+    assert "public" in client.get("/i18n/en.json").headers["Cache-Control"]
