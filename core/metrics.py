@@ -65,16 +65,21 @@ def status_class(code: int) -> str:
 
 
 def _allowed() -> bool:
-    """The scrape comes from an allowed address range, or carries the metrics token."""
+    """The scrape carries the metrics token, or every address it came through is in an allowed
+    range: the TCP peer itself and, behind TRUSTED_PROXIES, the client the proxies name. A client
+    that reaches the app port directly cannot borrow an allowed address by forging X-Forwarded-For,
+    and a public client cannot borrow the proxy's by scraping through it."""
     token = current_app.config["METRICS_TOKEN"]
     given = request.headers.get("Authorization", "")
     if token and hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
         return True
+    peer = request.environ.get("werkzeug.proxy_fix.orig", {}).get("REMOTE_ADDR", request.remote_addr)
     try:
-        address = ipaddress.ip_address(request.remote_addr or "")
+        addresses = {ipaddress.ip_address(text or "") for text in (peer, request.remote_addr)}
     except ValueError:
         return False
-    return any(address in network for network in current_app.config["METRICS_ALLOW_CIDRS"])
+    allowed = current_app.config["METRICS_ALLOW_CIDRS"]
+    return all(any(address in network for network in allowed) for address in addresses)
 
 
 def queue_depths() -> Iterable[Metric]:

@@ -18,7 +18,7 @@ from core.redis import get_redis
 from jobs.worker import AppWorker
 from rules.scheduler import LAST_TICK
 from core.config import PROJECT_ROOT
-from tests.conftest import PASSWORD, login, process_env
+from tests.conftest import PASSWORD, build_app, login, process_env
 from tests.desk.test_channels import channel, payload, send  # noqa: F401 (channel is a fixture)
 from tests.openapi.conftest import make_open_app  # noqa: F401 (fixtures of other folders, used here)
 from tests.openapi.test_webhooks import create, hooked, work  # noqa: F401
@@ -91,6 +91,23 @@ def test_a_configured_range_may_scrape(app, client, monkeypatch):
     monkeypatch.setitem(app.config, "METRICS_ALLOW_CIDRS", _networks("10.0.0.0/8"))
     assert client.get("/metrics", environ_base={"REMOTE_ADDR": "10.1.2.3"}).status_code == 200
     assert client.get("/metrics").status_code == 403  # loopback is no longer in the list
+
+
+def test_behind_a_trusted_proxy_a_forged_forwarded_address_opens_nothing(app_config, app):
+    """TRUSTED_PROXIES=1 and a client that reaches the app port directly: its X-Forwarded-For
+    names loopback, but the peer it connects from is not allowed."""
+    browser = build_app({**app_config, "TRUSTED_PROXIES": 1}).test_client()
+    forged = {"X-Forwarded-For": "127.0.0.1"}
+    assert browser.get("/metrics", environ_base={"REMOTE_ADDR": "203.0.113.9"}, headers=forged).status_code == 403
+
+
+def test_behind_a_trusted_proxy_both_the_proxy_and_the_client_it_names_must_be_allowed(app_config, app):
+    browser = build_app({**app_config, "TRUSTED_PROXIES": 1}).test_client()
+    via_proxy = {"REMOTE_ADDR": "127.0.0.1"}
+    assert browser.get("/metrics", environ_base=via_proxy, headers={"X-Forwarded-For": "127.0.0.2"}).status_code == 200
+    assert browser.get("/metrics", environ_base=via_proxy, headers={"X-Forwarded-For": "203.0.113.9"}
+                       ).status_code == 403  # a public client scraping through a proxy on loopback
+    assert browser.get("/metrics", environ_base=via_proxy).status_code == 200  # the proxy's host itself
 
 
 # --- HTTP requests --------------------------------------------------------------------------------
