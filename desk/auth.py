@@ -92,13 +92,13 @@ def _too_many(template: str, form, field, wait: int):
 
 
 def _safe_next(default: str) -> str:
-    """Follow `next` only to a path on this site."""
+    """Follow `next` only to a path on this site. Browsers read a backslash as a slash ("/\\host"
+    would leave the site); a control character (CR/LF, NUL, DEL) or any other unprintable one has
+    no place in a path and no way into a Location header."""
     target = request.values.get("next", "")
-    parts = urlsplit(target)
-    # Browsers read a backslash as a slash: "/\\host" would leave the site.
-    if target.startswith("/") and not target.startswith("//") and "\\" not in target and not parts.netloc:
-        return target
-    return default
+    if not target.startswith("/") or target.startswith("//") or "\\" in target or not target.isprintable():
+        return default
+    return default if urlsplit(target).netloc else target
 
 
 def _after_login(user: User):
@@ -107,7 +107,7 @@ def _after_login(user: User):
     if len(memberships) == 1:
         session["tenant_id"] = str(memberships[0].tenant_id)
         return redirect(_safe_next(landing_url(memberships[0])))
-    return redirect(url_for("desk.select_tenant", next=request.values.get("next", "")))
+    return redirect(url_for("desk.select_tenant", next=_safe_next("")))
 
 
 @bp.route("/login", methods=["GET", "POST"])

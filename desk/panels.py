@@ -69,6 +69,6 @@ def provider() -> PanelProvider:
     return current_app.extensions.get(PANELS) or _NoTools()
 
 
-def chosen_style(member: Member, styles: list[Style]) -> Style | None:
-    """The style the member chose, while it is still on offer (else the defaults)."""
-    return next((style for style in styles if style.key == member.workbench_style), None)
+def chosen_style(styles: list[Style], key: str | None) -> Style | None:
+    """The chosen style, while it is still on offer (else the defaults)."""
+    return next((style for style in styles if style.key == key), None)

@@ -6,7 +6,7 @@ message content matches inbound and outbound text and private notes (attachments
 last-activity dates are Beijing days, the end day included whole."""
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 from sqlalchemy import exists, or_, select, tuple_
 
@@ -52,7 +52,7 @@ def _day(text: str, name: str) -> date | None:
         day = date.fromisoformat(text)
     except ValueError:
         raise ApiError("invalid_search", 400, detail=name) from None
-    if day > FAR_FUTURE:  # the day after must still be a date
+    if not FAR_PAST <= day <= FAR_FUTURE:  # the range's bounds, and the day after, must be instants
         raise ApiError("invalid_search", 400, detail=name)
     return day
 
@@ -75,8 +75,11 @@ def parse_resume(text: str) -> tuple[datetime, uuid.UUID] | None:
         return None
     try:
         moment, conversation_id = text.split("|")
-        return datetime.fromisoformat(moment), uuid.UUID(conversation_id)
-    except ValueError:
+        resume = datetime.fromisoformat(moment)
+        if resume.tzinfo is None:
+            raise ValueError("no offset")
+        return resume.astimezone(UTC), uuid.UUID(conversation_id)
+    except (ValueError, OverflowError):
         raise ApiError("invalid_search", 400, detail="after") from None
 
 

@@ -4,7 +4,7 @@ import logging
 import uuid
 from datetime import UTC, datetime
 
-from flask import Blueprint, flash, g, jsonify, redirect, render_template, request, url_for
+from flask import Blueprint, flash, g, jsonify, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _, lazy_gettext as _l
 from redis.exceptions import RedisError
 from sqlalchemy import false, select
@@ -23,8 +23,8 @@ from desk.models import CONVERSATION_STATUSES, Member, Message
 from desk.panels import BEFORE, chosen_style, provider
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
-from desk.search import parse_conditions, parse_resume, search_step
-from desk.sessions import current_member, probe_with_seat, workbench_required
+from desk.search import FAR_PAST, FAR_FUTURE, parse_conditions, parse_resume, search_step
+from desk.sessions import CONSOLE, current_member, probe_with_seat, session_type, workbench_required
 from desk.timeline import thread
 
 bp = Blueprint("workbench", __name__)
@@ -54,12 +54,14 @@ RETRY_ERRORS = {
     "no_outbound_endpoint": _l("The channel has no outbound endpoint any more: the reply stays stored only."),
 }
 SEARCH_ERRORS = {
-    "from": _l("Enter the first day as a date (YYYY-MM-DD)."), "to": _l("Enter the last day as a date (YYYY-MM-DD)."),
+    "from": _l("Enter the first day as a date from 2000-01-01 to 9998-12-30 (YYYY-MM-DD)."),
+    "to": _l("Enter the last day as a date from 2000-01-01 to 9998-12-30 (YYYY-MM-DD)."),
     "range": _l("The last day comes before the first day: swap them."),
     "text": _l("Search for at most 200 characters of ordinary text."), "after": _l("The search changed: search again."),
 }
 TYPEAHEAD_LIMIT = 10
 NO_CHANGE_YET = datetime(2000, 1, 1, tzinfo=UTC)  # where the poll of a tenant without conversations starts
+STYLE_SESSION_KEY = "workbench_style"  # a restricted session's own style choice ("" for the defaults)
 
 
 def _conversation_link() -> str:
@@ -107,7 +109,8 @@ def _page(conversation=None, search: dict | None = None):
     replies = [{"title": reply.title, "body": reply.body} for reply in tenant_replies(member.tenant_id)]
     styles = provider().styles(member)
     return render_template("desk/workbench.html", since=iso(stamp or NO_CHANGE_YET), quick_replies=replies,
-                           search=search, styles=styles, style=chosen_style(member, styles),
+                           search=search, search_days=(FAR_PAST.isoformat(), FAR_FUTURE.isoformat()),
+                           styles=styles, style=chosen_style(styles, _own_style(member)),
                            **{**_list_context(*_tab()), **context, **(search or {})})
 
 
@@ -129,17 +132,29 @@ def _read(conversation_id: uuid.UUID):
     return found
 
 
+def _own_style(member: Member) -> str | None:
+    """The style key this session shows: a restricted session's own choice once it made one, else
+    the member's saved choice."""
+    if session_type() != CONSOLE and STYLE_SESSION_KEY in session:
+        return session[STYLE_SESSION_KEY] or None
+    return member.workbench_style
+
+
 @bp.post("/workbench/style")
 @workbench_required
 def choose_style():
-    """Remember the member's choice among the styles on offer; an empty choice restores the defaults."""
+    """Remember the member's choice among the styles on offer; an empty choice restores the defaults.
+    A restricted session (impersonation, assistant) keeps its choice to itself, as with the language."""
     member = current_member()
     key = request.form.get("style", "")
     if key and key not in {style.key for style in provider().styles(member)}:
         flash(_("That style is no longer on offer: choose another."), "error")
     else:
-        member.workbench_style = key or None
-        db.session.commit()
+        if session_type() == CONSOLE:
+            member.workbench_style = key or None
+            db.session.commit()
+        else:
+            session[STYLE_SESSION_KEY] = key
         flash(_("Style applied.") if key else _("Default style restored."), "ok")
     try:
         opened = parse_uuid(request.form.get("conversation_id", ""), "invalid_form")
@@ -196,6 +211,18 @@ def live_thread(conversation_id: uuid.UUID):
     return render_template("desk/_thread_live.html", details_oob=True, **_conversation_context(found))
 
 
+def _instant(text: str) -> datetime:
+    """An ISO 8601 instant with its offset, in UTC; 400 invalid_since for anything else, an instant
+    without an offset or one no UTC datetime can hold (year 1 at +14:00, year 9999 at -14:00)."""
+    try:
+        moment = datetime.fromisoformat(text)
+        if moment.tzinfo is None:
+            raise ValueError("no offset")
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise ApiError("invalid_since", 400) from None
+
+
 @bp.get("/workbench/changes")
 @probe_with_seat(LATEST_CHANGE_PROBE)
 @workbench_required
@@ -203,22 +230,15 @@ def changes():
     """204 when none of the tenant's conversations changed after `since` (the session check's
     statement read the newest stamp: no statement of its own); else the newest stamp and the ids
     of the conversations that changed (the page then refreshes what shows them)."""
-    try:
-        since = datetime.fromisoformat(request.args.get("since", ""))
-    except ValueError:
-        raise ApiError("invalid_since", 400) from None
-    if since.tzinfo is None:
-        raise ApiError("invalid_since", 400)
+    since = _instant(request.args.get("since", ""))
     latest = g.get("seat_probe_result")
     if latest is not None and latest <= since:
-        return "", 204, {"Cache-Control": "no-store"}
+        return "", 204
     found = changes_since(current_member().tenant_id, since)
     if found is None:
-        return "", 204, {"Cache-Control": "no-store"}
+        return "", 204
     stamp, ids = found
-    answer = jsonify(since=iso(stamp), conversation_ids=[str(i) for i in ids])
-    answer.headers["Cache-Control"] = "no-store"
-    return answer
+    return jsonify(since=iso(stamp), conversation_ids=[str(i) for i in ids])
 
 
 @bp.post("/workbench/conversations/<uuid:conversation_id>/messages")

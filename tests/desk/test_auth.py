@@ -84,6 +84,33 @@ def test_next_parameter_never_leaves_the_site(client, admin, target):
     assert response.headers["Location"] == "/extensions"
 
 
+CONTROL_NEXT = ["/a\nb", "/x\r\ny", "/x\ny", "/a\x00b", "/a\x7fb", "/a\tb", "/a\u2028b", "/a\u0085b"]
+
+
+@pytest.mark.parametrize("target", CONTROL_NEXT)
+def test_a_next_with_a_control_character_goes_to_the_landing_page_after_login(client, admin, target):
+    token = csrf_from(client.get("/login").get_data(as_text=True))
+    response = client.post("/login", query_string={"next": target}, data={
+        "email": admin.user.email, "password": PASSWORD, "csrf_token": token})
+    assert response.status_code == 302 and response.headers["Location"] == "/extensions"
+    assert client.get("/extensions").status_code == 200  # logged in, on the page they were sent to
+
+
+@pytest.mark.parametrize("target", CONTROL_NEXT)
+def test_a_next_with_a_control_character_is_ignored_by_the_tenant_choice_and_the_language_switch(
+        client, tenant, other_tenant, target):
+    seat(tenant, "admin", "both@test.example")
+    seat(other_tenant, "agent", "both@test.example")
+    chooser = login(client, "both@test.example").headers["Location"]
+    assert "%0A" not in chooser and "%0D" not in chooser
+    token = csrf_from(client.get("/tenants/select").get_data(as_text=True))
+    chosen = client.post("/tenants/select", query_string={"next": target},
+                         data={"tenant_id": str(tenant.id), "csrf_token": token})
+    assert chosen.status_code == 302 and chosen.headers["Location"] == "/extensions"
+    switched = client.post("/locale", data={"locale": "en", "next": target, "csrf_token": token})
+    assert switched.status_code == 302 and switched.headers["Location"] == "/"
+
+
 def test_member_of_two_tenants_chooses_one(client, tenant, other_tenant):
     member = seat(tenant, "admin", "both@test.example")
     seat(other_tenant, "agent", "both@test.example")

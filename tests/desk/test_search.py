@@ -125,6 +125,14 @@ def test_another_tenants_conversations_are_never_found(agent_client, tenant, oth
 @pytest.mark.parametrize("args,says", [({"from": "yesterday"}, "Enter the first day"),
                                        ({"to": "2026-02-30"}, "Enter the last day"),
                                        ({"to": "9999-12-31"}, "Enter the last day"),
+                                       ({"from": "0001-01-01"}, "Enter the first day"),
+                                       ({"to": "0001-01-01"}, "Enter the last day"),
+                                       ({"to": "1999-12-31"}, "Enter the last day"),
+                                       ({"from": "1999-12-31", "to": "2026-11-19"}, "Enter the first day"),
+                                       ({"q": "a", "after": "0001-01-01T00:00:00+14:00|"
+                                                            "00000000-0000-0000-0000-000000000000"}, "search again"),
+                                       ({"q": "a", "after": "2026-11-19T00:00:00|"
+                                                            "00000000-0000-0000-0000-000000000000"}, "search again"),
                                        ({"from": "2026-11-20", "to": "2026-11-19"}, "swap them"),
                                        ({"q": "x" * 201}, "at most 200 characters"),
                                        ({"content": "a\x00b"}, "at most 200 characters"),

@@ -166,7 +166,9 @@ def test_the_poll_never_sees_another_tenants_changes(agent_client, tenant, other
     assert agent_client.get("/workbench/changes", query_string={"since": since}).status_code == 204
 
 
-@pytest.mark.parametrize("since", ["", "yesterday", "2026-11-25T10:00:00", "2026-13-01T00:00:00Z"])
+@pytest.mark.parametrize("since", ["", "yesterday", "2026-11-25T10:00:00", "2026-13-01T00:00:00Z",
+                                   "0001-01-01T00:00:00+14:00", "0001-01-01T00:00:00+00:01",
+                                   "9999-12-31T23:59:59-14:00", "9999-12-31T23:59:59.999999-00:01"])
 def test_a_bad_since_is_400(agent_client, since):
     assert agent_client.get("/workbench/changes", query_string={"since": since}).status_code == 400
 
