@@ -180,7 +180,7 @@ def _tools_tenant(app, added: int) -> tuple[str, str, list, uuid.UUID]:
             publish(found, admin.user_id, 1, None, PUBLISH_PERMISSIONS, False)
             if n:
                 add_to_workbench(found, admin.user_id)
-                set_grants(agent, open_entry(agent, found.id, 1), {"name", "contact", "note"})
+                set_grants(agent, open_entry(agent, found.id, 1), {"name", "contact", "note"}, restricted=False)
             app_ids.append(found.id)
         conversation_id = db.session.scalar(select(Conversation.id).where(Conversation.tenant_id == agent.tenant_id)
                                             .order_by(Conversation.last_activity_at.desc()).limit(1))

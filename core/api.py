@@ -78,8 +78,10 @@ def wants_json() -> bool:
 
 
 def _html_error(status: int, code: str):
-    """Render the HTML error page for a status."""
-    return render_template("errors/error.html", status=status, code=code), status
+    """Render the HTML error page for a status; htmx, which swaps refusals that bring their own
+    partial (422, 429), leaves a whole error page out of the region it asked for."""
+    headers = {"HX-Reswap": "none"} if request.headers.get("HX-Request") else {}
+    return render_template("errors/error.html", status=status, code=code), status, headers
 
 
 def register_error_handlers(app: Flask) -> None:

@@ -27,6 +27,11 @@ from studio.models import GRANT_ITEMS, StudioApp, StudioDataGrant, StudioVersion
 MAX_APPS = 10  # applications in one tenant's workbench
 GRANT_DAYS = 90
 INTENT_PER_MEMBER_PER_MINUTE = 10
+# Panel submissions a minute: no person fills a form every 3 s for a minute, and a busy tenant's
+# agents together stay far below 200; at these rates one agent needs 50 minutes, and the whole
+# tenant 5, to reach an application's 1,000-record ceiling (docs/decisions.md).
+PANEL_RECORDS_PER_MEMBER_PER_MINUTE = 20
+PANEL_RECORDS_PER_TENANT_PER_MINUTE = 200
 RUN_ENTRIES = "studio_run_entries"  # flask.g: a member's run entries, kept for the request
 
 
@@ -153,10 +158,18 @@ def open_entry(member: Member, app_id: uuid.UUID, version: int) -> RunEntry:
 
 # --- Customer-data grants --------------------------------------------------------------------------
 
-def set_grants(member: Member, entry: RunEntry, items: set[str]) -> RunEntry:
+def _own_consent(restricted: bool) -> None:
+    """Data sharing is the member's own consent: a restricted session (impersonation, assistant)
+    neither gives nor withdraws it (403 session_scope_forbidden)."""
+    if restricted:
+        raise ApiError("session_scope_forbidden", 403)
+
+
+def set_grants(member: Member, entry: RunEntry, items: set[str], *, restricted: bool) -> RunEntry:
     """Share exactly `items` of the selected customer's profile with this version's form: new items
     are granted for 90 days, items left out are revoked; both are audited. Flushes only; returns
     the entry as it now stands."""
+    _own_consent(restricted)
     if not items <= set(GRANT_ITEMS):
         raise ApiError("invalid_form", 400)
     app_id, version, current = entry.app_id, entry.version, entry.granted
@@ -181,9 +194,10 @@ def set_grants(member: Member, entry: RunEntry, items: set[str]) -> RunEntry:
     return replace(entry, granted=frozenset(items))
 
 
-def revoke_all(member: Member, app_id: uuid.UUID) -> None:
+def revoke_all(member: Member, app_id: uuid.UUID, *, restricted: bool) -> None:
     """End every grant of the member for the application, whatever the version; submitted records
     stay. Flushes only."""
+    _own_consent(restricted)
     ended = db.session.execute(update(StudioDataGrant).where(*_active(member), StudioDataGrant.app_id == app_id)
                                .values(revoked_at=utcnow()))
     if ended.rowcount:
@@ -210,10 +224,22 @@ def shared_profile(customer: Customer, items: set[str]) -> list[tuple[str, str]]
 
 # --- Using the form and the intent tool -------------------------------------------------------------
 
+def _within_panel_limits(member: Member) -> None:
+    """Count one panel submission of the member and of the tenant; 429 record_rate_limited with
+    Retry-After past either limit (the member's is counted first: a refused agent spends nothing
+    of the tenant's)."""
+    for key, limit in ((f"studio:panel-records:member:{member.id}", PANEL_RECORDS_PER_MEMBER_PER_MINUTE),
+                       (f"studio:panel-records:tenant:{member.tenant_id}", PANEL_RECORDS_PER_TENANT_PER_MINUTE)):
+        window = hit_fixed_window(get_redis(), key, limit)
+        if not window.allowed:
+            raise ApiError("record_rate_limited", 429, headers={"Retry-After": str(max(1, window.reset_after))})
+
+
 def submit(member: Member, entry: RunEntry, conversation: Conversation, raw_input: object, key: uuid.UUID):
     """Save the panel's submission (`entry` from `open_entry`) through the console's record
     service, with the submitting agent and the conversation recorded; returns (record, replayed).
-    Flushes only."""
+    429 record_rate_limited past the panel's limits. Flushes only."""
+    _within_panel_limits(member)
     return records.create_record(entry.app, member.user_id, entry.version, raw_input, key,
                                  conversation_id=conversation.id, live_definition=entry.definition)
 

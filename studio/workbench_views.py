@@ -4,7 +4,7 @@ customer data, analyze intent. Every answer is the tool again, for the conversat
 import uuid
 
 from flask import Blueprint, current_app, flash, redirect, request, url_for
-from flask_babel import gettext as _, lazy_gettext as _l, lazy_pgettext
+from flask_babel import gettext as _, lazy_gettext as _l, lazy_pgettext, ngettext
 from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 
@@ -16,7 +16,7 @@ from core.web import close_when_off, htmx
 from desk.conversations import get_conversation
 from desk.models import Conversation, Member
 from desk.panels import AFTER, Style, Tool
-from desk.sessions import current_member, workbench_required
+from desk.sessions import CONSOLE, current_member, session_type, workbench_required
 from studio import workbench
 from studio.forms import form_to_input
 
@@ -68,7 +68,8 @@ def _macros():
 
 _KEPT = 512  # versions (and grant sets) whose rendering a process keeps; all are dropped past it
 _BLANK_FIELDS: dict[tuple[uuid.UUID, str], Markup] = {}  # a version's empty form fields, per language
-_SKELETONS: dict[tuple[uuid.UUID, frozenset, str], str] = {}  # a version's tool with stand-ins, per grants, language
+_SKELETONS: dict[tuple[uuid.UUID, frozenset, bool, str], str] = {}  # a version's tool with stand-ins, per
+# grants, whether the session may change them, language
 # Stand-ins for what changes per request: random per process, so no definition or customer text
 # can hold one. What replaces them is a UUID, a CSRF token, or HTML the macros escaped.
 _SLOT = uuid.uuid4().hex
@@ -98,15 +99,20 @@ def _tool(entry: workbench.RunEntry, member: Member, conversation: Conversation,
     """One application's tool for the conversation: the data sharing, the shared items of this
     conversation's customer (read only when something is shared), the form with a new
     idempotency key (a new form instance), the intent button."""
-    items = entry.granted
-    skeleton = _kept(_SKELETONS, (entry.version_id, items, current_locale()), lambda: str(_macros().tool(
-        entry, items, ITEM_LABELS, _record_form(entry, CONVERSATION, CSRF, KEY), CONVERSATION, CSRF,
+    items, editable = entry.granted, not _restricted()
+    skeleton = _kept(_SKELETONS, (entry.version_id, items, editable, current_locale()), lambda: str(_macros().tool(
+        entry, items, editable, ITEM_LABELS, _record_form(entry, CONVERSATION, CSRF, KEY), CONVERSATION, CSRF,
         SHARED, NOTICE)))
     shared = _macros().shared_data(entry.app_id, workbench.shared_profile(conversation.customer, items),
                                    ITEM_LABELS, COPY_LABELS) if items else ""
     html = (skeleton.replace(CONVERSATION, str(conversation.id)).replace(CSRF, csrf).replace(KEY, str(uuid.uuid4()))
             .replace(NOTICE, _macros().notice(notice) if notice else "").replace(SHARED, shared))
     return Markup(html)  # the skeleton and the shared data are the macros' escaped output
+
+
+def _restricted() -> bool:
+    """An impersonation or assistant session: it sees the member's data sharing but cannot change it."""
+    return session_type() != CONSOLE
 
 
 def _used_in() -> tuple[Member, Conversation, int]:
@@ -136,6 +142,16 @@ def _closed(app_id: uuid.UUID, conversation: Conversation):
                    {"HX-Retarget": f"#tool-{app_id}", "HX-Reswap": "outerHTML"})
 
 
+def _submit_refusal(err: ApiError) -> str | None:
+    """What the panel says of a refused submission (None: the fields say it)."""
+    if err.code == "record_rate_limited":
+        wait = form_integer(err.headers.get("Retry-After")) or 60
+        return ngettext("Too many forms submitted in this minute: try again in %(num)d second.",
+                        "Too many forms submitted in this minute: try again in %(num)d seconds.", wait)
+    message = SUBMIT_ERRORS.get(err.code)
+    return str(message) if message else None
+
+
 @bp.post("/workbench/apps/<uuid:app_id>/records")
 @workbench_required
 def submit(app_id: uuid.UUID):
@@ -151,10 +167,12 @@ def submit(app_id: uuid.UUID):
         if err.code in ("workbench_entry_closed", "extension_not_active"):
             return _closed(app_id, conversation)
         db.session.rollback()  # `entry` holds plain values: the form is shown again from them
-        message = SUBMIT_ERRORS.get(err.code)
+        message = _submit_refusal(err)
         html = _record_form(entry, conversation.id, generate_csrf(), request.form.get("idempotency_key", ""),
                             values=request.form, error=err, error_message=message)
-        return _answer(conversation, html, 422, message or _("The form has a problem: see the fields."))
+        status = 429 if err.code == "record_rate_limited" else 422
+        return _answer(conversation, html, status, message or _("The form has a problem: see the fields."),
+                       err.headers)
     notice = _("This submission was already saved.") if replayed else _("Record saved.")
     html = _record_form(entry, conversation.id, generate_csrf(), uuid.uuid4(), notice=notice)  # a new form instance
     db.session.commit()
@@ -168,7 +186,7 @@ def grant(app_id: uuid.UUID):
     member, conversation, version = _used_in()
     try:
         entry = workbench.set_grants(member, workbench.open_entry(member, app_id, version),
-                                     set(request.form.getlist("items")))
+                                     set(request.form.getlist("items")), restricted=_restricted())
     except ApiError as err:
         if err.code == "workbench_entry_closed":
             return _closed(app_id, conversation)
@@ -183,7 +201,7 @@ def grant(app_id: uuid.UUID):
 def revoke(app_id: uuid.UUID):
     """End every data grant of this agent for the application (records stay)."""
     member, conversation, version = _used_in()
-    workbench.revoke_all(member, app_id)
+    workbench.revoke_all(member, app_id, restricted=_restricted())
     db.session.commit()
     notice = _("Data authorization revoked: no customer data shows beside this form.")
     try:

@@ -13,7 +13,10 @@ from core.clock import utcnow
 from core.db import db
 from desk.models import AiPointsEntry, Conversation, ConversationEvent, Customer, Member, Message
 from studio.models import StudioDataGrant, StudioRecord, StudioWorkbenchEntry
-from studio.workbench import MAX_APPS
+from studio import workbench as studio_workbench
+from studio.workbench import MAX_APPS, PANEL_RECORDS_PER_MEMBER_PER_MINUTE
+from desk.handoff import issue_link_token
+from desk.sessions import ASSISTANT, IMPERSONATION
 from tests.conftest import csrf_from, customer_conversation, login, seat
 from tests.rules.test_runs_pages import _statements
 from tests.studio.conftest import sample_definition
@@ -450,6 +453,33 @@ def test_intent_analyses_are_limited_per_agent(agent_client, intent_tool, conver
     assert len(model_server.received) == 10
 
 
+def test_panel_submissions_are_limited_per_agent_with_a_429_shown_in_the_panel(agent_client, tool, conversation,
+                                                                             rate_window):
+    page = _panel(agent_client, conversation)
+    rate_window(60, 5)
+    for _ in range(PANEL_RECORDS_PER_MEMBER_PER_MINUTE):
+        assert _submit(agent_client, tool, page, conversation, key=str(uuid.uuid4()), f_title="Fast").status_code == 200
+    refused = _submit(agent_client, tool, page, conversation, key=str(uuid.uuid4()), f_title="One too many")
+    assert refused.status_code == 429 and 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert "Too many forms submitted in this minute" in refused.get_data(as_text=True)
+    assert 'value="One too many"' in refused.get_data(as_text=True)  # the form keeps what was typed
+    assert _count(StudioRecord) == PANEL_RECORDS_PER_MEMBER_PER_MINUTE
+
+
+def test_panel_submissions_are_limited_per_tenant_too(app, tenant, agent_client, tool, conversation, rate_window,
+                                                      monkeypatch):
+    monkeypatch.setattr(studio_workbench, "PANEL_RECORDS_PER_TENANT_PER_MINUTE", 3)
+    rate_window(60, 5)
+    colleague = app.test_client()
+    login(colleague, seat(tenant, "agent").user.email)
+    for client in (agent_client, agent_client, colleague):
+        page = _panel(client, conversation)
+        assert _submit(client, tool, page, conversation, f_title="Shared").status_code == 200
+    page = _panel(colleague, conversation)
+    assert _submit(colleague, tool, page, conversation, f_title="Fourth").status_code == 429
+    assert _count(StudioRecord) == 3
+
+
 # --- Styles ---------------------------------------------------------------------------------------------
 
 def _choose(client, style: str, page: str, **options):
@@ -486,6 +516,42 @@ def test_a_style_not_on_offer_is_refused_and_a_removed_apps_style_falls_back(adm
     admin_client.post(f"/extensions/{tool}/workbench/remove", data={"csrf_token": csrf_from(console)})
     page = agent_client.get("/workbench").get_data(as_text=True)
     assert _root_classes(page) == set() and 'id="workbench-style"' not in page
+
+
+def _restricted(app, member, kind: str):
+    """A browser in an impersonation or assistant session of `member`."""
+    client = app.test_client()
+    route = {IMPERSONATION: "staff/impersonate", ASSISTANT: "assistant/login"}[kind]
+    assert client.get(f"/{route}/{issue_link_token(kind, member)}").status_code == 302
+    return client
+
+
+@pytest.mark.parametrize("kind", [IMPERSONATION, ASSISTANT])
+def test_a_restricted_session_chooses_a_style_for_itself_only(app, agent, agent_client, tool, kind):
+    _choose(agent_client, tool, agent_client.get("/workbench").get_data(as_text=True))
+    restricted = _restricted(app, agent, kind)
+    page = restricted.get("/workbench").get_data(as_text=True)
+    assert "wb-theme-emerald" in _root_classes(page)  # it starts from the member's saved style
+    assert _choose(restricted, "", page).status_code == 302
+    assert _root_classes(restricted.get("/workbench").get_data(as_text=True)) == set()
+    db.session.expire_all()
+    assert db.session.get(Member, agent.id).workbench_style == tool
+    assert "wb-theme-emerald" in _root_classes(agent_client.get("/workbench").get_data(as_text=True))
+
+
+@pytest.mark.parametrize("kind", [IMPERSONATION, ASSISTANT])
+def test_a_restricted_session_sees_the_members_data_sharing_but_cannot_change_it(app, agent, agent_client, tool,
+                                                                               conversation, kind):
+    _grant(agent_client, tool, _panel(agent_client, conversation), conversation, ["name"])
+    restricted = _restricted(app, agent, kind)
+    page = _panel(restricted, conversation)
+    html = _tool_html(page, tool)
+    assert PROFILE["name"] in html and "fieldset disabled" in html and "own consent" in html
+    assert "Save data sharing" not in html and "Revoke data authorization" not in html
+    assert _grant(restricted, tool, page, conversation, ["name", "contact", "note"]).status_code == 403
+    revoked = _post(restricted, f"/workbench/apps/{tool}/grants/revoke", page, conversation)
+    assert revoked.status_code == 403
+    assert db.session.scalars(select(StudioDataGrant.item).where(StudioDataGrant.revoked_at.is_(None))).all() == ["name"]
 
 
 HOSTILE = '</style><script>alert(1)</script>" style="display:none'
