@@ -5,7 +5,10 @@ value at a time replaced, every path segment that is not a UUID and every query 
 reads gets the hostile values too, and every page is fetched again afterwards, so a value that was
 stored and breaks a page shows as well. A route the walk does not reach fails the coverage tests,
 so a new form or endpoint is fuzzed from the day it lands."""
+import ast
 import copy
+import inspect
+import itertools
 import json
 import re
 import time
@@ -27,7 +30,7 @@ from desk.conversations import mark_sending, resolve_uncertain
 from desk.outbound import set_endpoint
 from desk.quick_replies import add_reply
 from desk.knowledge import create_document, publish, save_version
-from desk.models import ChannelDelivery, Conversation, Member, Message, OfficialAccount, User
+from desk.models import ChannelDelivery, Conversation, Customer, Member, Message, OfficialAccount, User
 from desk.tenancy import add_member
 from openapi.apps import SCOPES, create_app as create_open_app
 from rules.execution import command_key
@@ -35,7 +38,9 @@ from studio.apps import get_app
 from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioActionBinding
 from studio.workbench import add_to_workbench, open_entry, set_grants
-from tests.conftest import PASSWORD, csrf_from, login
+from desk.handoff import issue_link_token
+from desk.sessions import IMPERSONATION
+from tests.conftest import PASSWORD, csrf_from, login, seat
 from tests.rules.test_execution import CONFIRM, _conversations, _plan
 from tests.rules.test_preview import body as preview_body, sample
 from tests.rules.test_service import weekly_rule
@@ -51,6 +56,13 @@ LAYERS = ("core", "desk", "studio", "openapi", "rules", "jobs", "app")
 HOSTILE_TEXT = ["²", "١٢٣", "１２", "9" * 5000, "-" + "9" * 5000, "1e999", "NaN",
                 "9999-12-31T23:59", "0001-01-01T00:00", "9999-12-31", "\x00", "a\x00b", "\ud800",
                 "x" * LONG, "", "\u202e<b>\u0085", "../../etc/passwd"]
+# Query arguments and `next` also take instants and days at the edge of what a datetime holds (an
+# offset pushes them past it), days before the search's first day, a resume position built on them,
+# and what a header or a redirect cannot carry (CR/LF, DEL, a line separator).
+HOSTILE_QUERY = [*HOSTILE_TEXT, "0001-01-01", "1999-12-31", "0001-01-01T00:00:00+14:00", "0001-01-01T00:00:00+00:01",
+                 "9999-12-31T23:59:59-14:00", "9999-12-31T23:59:59.999999-00:01",
+                 "0001-01-01T00:00:00+14:00|00000000-0000-0000-0000-000000000000", "/a\nb", "/x\r\ny", "\r\n",
+                 "/a\x7fb", "/a\u2028b", "//evil.example/x", "/\\evil.example", "https://evil.example/"]
 # JSON values where any scalar, list or object may stand; RAW ones are number literals that
 # json.dumps cannot write (a 5,000-digit integer, a float that overflows to infinity).
 RAW = {"__raw_big__": "1" + "0" * 5000, "__raw_inf__": "1e400", "__raw_negzero__": "-0.0"}
@@ -63,14 +75,45 @@ HOSTILE_BODIES = [b"", b"null", b"[]", b"1e400", b'"\\ud800"', b"\xff\xfe", b"{"
 
 # --- the estate: one of everything, so every page shows every form --------------------------
 
+def long(text: str, limit: int) -> str:
+    """`text` lengthened to `limit` characters, the most the product takes for it: words, Chinese
+    and an unbroken token, as administrators write them (the phone walk shows each of them)."""
+    filler = " 季度企业客户满意度回访 ORDER-FOLLOWUP-REVIEW-2026 escalated enterprise-customers"
+    return (text + filler * (limit // len(filler) + 1))[:limit - 1] + "."
+
+
+LOW, HIGH = long("low", 60), long("high", 60)  # the estate's select options, as long as options go
+
+
+def long_definition(**changes) -> dict:
+    """The sample definition with every text it shows at its longest."""
+    definition = sample_definition(**{"name": long("Service request", 60), **changes})
+    definition["page"] = {**definition["page"], "title": long("New request", 80), "submit_label": long("Save", 30),
+                          "description": long("Fill in the request.", 400)}
+    for field in definition["fields"]:
+        field["label"] = long(field["label"], 60)
+    definition["fields"][2]["options"] = [LOW, HIGH]
+    rule = definition["workflow"]["rules"][0]
+    rule["name"], rule["then"]["value"] = long(rule["name"], 80), HIGH
+    return definition
+
+
 @dataclass
 class Estate:
-    """What the walk fills route arguments with, and who walks."""
+    """What the walk fills route arguments with, and who walks: the administrator (in two tenants),
+    a supervisor, an agent, an impersonation session of that agent, and nobody."""
     values: dict
     admin: object
     anonymous: object
     channel_secret: str
     open_token: str
+    supervisor: object = None
+    agent: object = None
+    impersonation: object = None
+
+    def walkers(self) -> list:
+        """Everyone who walks the query arguments."""
+        return [self.admin, self.supervisor, self.agent, self.impersonation, self.anonymous]
 
 
 @pytest.fixture
@@ -87,14 +130,17 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns) -> Es
     monkeypatch.setitem(app.config, "MODEL_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setitem(app.config, "MODEL_NAME", "unused")
     monkeypatch.setitem(app.config, "GENERATION_WAIT_SECONDS", 0)
+    tenant.name, other_tenant.name = long("Acme", 120), long("Other Co", 120)
+    admin.display_name = long("Admin Person", 80)
     add_member(other_tenant.id, admin.user.email, PASSWORD, "admin")
-    first, second = add_member(tenant.id, "first@test.example", PASSWORD, "agent"), \
-        add_member(tenant.id, "second@test.example", PASSWORD, "agent")
-    channel, channel_secret = create_channel(tenant.id, "Website chat")
-    doc = create_document(tenant.id, admin.user_id, "Refunds", "Check the receipt.")
+    first, second = add_member(tenant.id, "first@test.example", PASSWORD, "agent", long("First Agent", 80)), \
+        add_member(tenant.id, "second@test.example", PASSWORD, "agent", long("Second Agent", 80))
+    channel, channel_secret = create_channel(tenant.id, long("Website chat", 80))
+    title = long("Refunds", 200)
+    doc = create_document(tenant.id, admin.user_id, title, "Check the receipt.")
     publish(doc, admin.user_id, 1)
-    save_version(doc, admin.user_id, 1, "Refunds", "Check the receipt twice.")
-    opened = create_open_app(tenant.id, admin.user_id, "Partner CRM", list(SCOPES), None)
+    save_version(doc, admin.user_id, 1, title, "Check the receipt twice.")
+    opened = create_open_app(tenant.id, admin.user_id, long("Partner CRM", 80), list(SCOPES), None)
     db.session.commit()
 
     browser = app.test_client()
@@ -102,9 +148,9 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns) -> Es
     select = browser.get("/tenants/select")
     token = csrf_from(select.get_data(as_text=True))
     assert browser.post("/tenants/select", data={"csrf_token": token, "tenant_id": str(tenant.id)}).status_code == 302
-    tool = {"title": "Desk tool", "theme": "violet", "tools_position": "before_profile"}
+    tool = {"title": long("Desk tool", 60), "theme": "violet", "tools_position": "before_profile"}
     dns["crm.example.com"] = [["93.184.216.34"]]
-    app_id = _created(browser.post("/api/extensions/", json={"definition": sample_definition(
+    app_id = _created(browser.post("/api/extensions/", json={"definition": long_definition(
         workbench=tool, actions=ESTATE_ACTIONS)}, headers=ORIGIN), "extension_id")
     for path, body in ((f"/{app_id}/simulate", {"version": 1, "input": {"title": "Sample"}}),
                        (f"/{app_id}/publish", {"version": 1, "expected_active_version": None,
@@ -112,8 +158,8 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns) -> Es
                        (f"/{app_id}/versions", {"definition": sample_definition(name="Second")}),
                        (f"/{app_id}/simulate", {"version": 2, "input": {"title": "Sample"}})):
         assert browser.post(f"/api/extensions{path}", json=body, headers=ORIGIN).status_code < 300
-    rule_id = _created(browser.post("/api/extensions/automation-rules", json={"definition": weekly_rule(first, second)},
-                                    headers=ORIGIN), "rule_id")
+    rule_id = _created(browser.post("/api/extensions/automation-rules", json={"definition": weekly_rule(
+        first, second, name=long("Weekday rotation", 80))}, headers=ORIGIN), "rule_id")
     assert browser.post(f"/api/extensions/{rule_id}/rule-publish", headers=ORIGIN, json={
         "revision": 1, "expected_active_revision": None, "confirm": True, "execution_mode": "plan_only",
         "permissions": ["conversation.read_for_plan", "automation.schedule_plan"]}).status_code == 200
@@ -122,6 +168,10 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns) -> Es
     generation_id = _created(browser.post("/api/extensions/generate", json={"prompt": "A returns form."},
                                           headers=ORIGIN), "generation_id")
     conversations = _conversations(tenant, 2)
+    for conversation in conversations:
+        found = db.session.get(Customer, conversation.customer_id)
+        found.name, found.phone = long("Wang Fang", 120), long("+86 138 0013 8000", 40)
+        found.email, found.support_note = f"{'x' * 200}@example.com", long("Prefers e-mail.", 2000)
     _plan(tenant, rule_id, first, conversations[:1])  # fresh and complete: the execute form shows
     uncertain = _plan(tenant, rule_id, second, conversations[1:])
     assert browser.post(f"/api/extensions/{uncertain.id}/execute-plan", json=CONFIRM, headers=ORIGIN
@@ -130,8 +180,10 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns) -> Es
     db.session.commit()
     assert resolve_uncertain(tenant.id, command_key(uncertain.id), conversations[1].id) == "uncertain"
     db.session.commit()
-    reply = add_reply(tenant.id, "Greeting", "Hello!")
+    reply = add_reply(tenant.id, long("Greeting", 80), long("Hello!", 2000))
+    db.session.commit()
     chat = db.session.get(Conversation, conversations[1].id)
+    dns["replies.example.com"] = [["93.184.216.34"]]
     set_endpoint(tenant.id, chat.channel_id, "https://replies.example.com/hook")
     sent = Message(tenant_id=tenant.id, conversation_id=chat.id, channel_id=chat.channel_id, direction="outbound",
                    author_member_id=first.id, text="Your parcel left today.")
@@ -142,19 +194,27 @@ def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns) -> Es
     db.session.commit()
     Queue(DEFAULT, connection=redis_conn).empty()  # the walk runs no jobs
 
+    seat(tenant, "supervisor", "supervisor@test.example")
+    walkers = [app.test_client() for _ in range(3)]
+    for walker, email in zip(walkers, ("supervisor@test.example", "first@test.example")):
+        assert login(walker, email).status_code == 302
+    assert walkers[2].get(f"/staff/impersonate/{issue_link_token(IMPERSONATION, first)}").status_code == 302
+
     values = {"app_id": app_id, "in_workbench": in_workbench, "rule_id": rule_id, "run_id": str(uncertain.id),
               "conversation_id": str(conversations[1].id), "document_id": str(doc.id),
               "generation_id": generation_id, "channel_id": str(channel.id),
               "customer_id": str(conversations[0].customer_id), "slug": "de-escalation",
               "once": "a-used-or-unknown-once-key", "reply_id": str(reply.id), "message_id": str(sent.id), "token": "an-unknown-token", "filename": "app.css",
-              "record_id": record_id, "action_key": "crm", "action_run_id": action_run_id, "tag": "zh-CN"}
-    return Estate(values, browser, app.test_client(), channel_secret, opened.token)
+              "record_id": record_id, "action_key": "crm", "action_run_id": action_run_id, "tag": "zh-CN",
+              "admin_email": admin.user.email, "tenant_id": str(tenant.id)}
+    return Estate(values, browser, app.test_client(), channel_secret, opened.token, *walkers)
 
 
 def _workbench_tool(browser, tenant, admin, settings: dict) -> str:
     """A live application with intent labels in the workbench, its customer data shared by the
     administrator: the panel shows every form (the index page its removal)."""
-    definition = sample_definition(name="Desk tool", workbench=settings, intent={"labels": ["退款", "投诉"]})
+    definition = long_definition(name=long("Desk tool", 60), workbench=settings,
+                                 intent={"labels": ["退款", long("投诉 late-delivery", 30)]})
     app_id = _created(browser.post("/api/extensions/", json={"definition": definition}, headers=ORIGIN),
                       "extension_id")
     for path, body in ((f"/{app_id}/simulate", {"version": 1, "input": {"title": "Sample"}}),
@@ -163,26 +223,26 @@ def _workbench_tool(browser, tenant, admin, settings: dict) -> str:
         assert browser.post(f"/api/extensions{path}", json=body, headers=ORIGIN).status_code < 300
     found = get_app(tenant.id, uuid.UUID(app_id))
     add_to_workbench(found, admin.user_id)
-    set_grants(admin, open_entry(admin, found.id, 1), {"name", "contact", "note"})
+    set_grants(admin, open_entry(admin, found.id, 1), {"name", "contact", "note"}, restricted=False)
     db.session.commit()
     return app_id
 
 
-ESTATE_ACTIONS = [{"key": "crm", "title": "Send to CRM", "kind": "http", "fields": ["title", "amount"]},
-                  {"key": "promo", "title": "Promotion draft", "kind": "campaign", "name_field": "title",
+ESTATE_ACTIONS = [{"key": "crm", "title": long("Send to CRM", 80), "kind": "http", "fields": ["title", "amount"]},
+                  {"key": "promo", "title": long("Promotion draft", 80), "kind": "campaign", "name_field": "title",
                    "content_field": "priority"}]
 
 
 def _record_with_actions(browser, tenant, app_id: str) -> tuple[str, str]:
     """A record of the live version whose campaign action ran (its outcome shows) and whose http
     action, bound to an address, waits to be run (its form shows)."""
-    db.session.add(OfficialAccount(tenant_id=tenant.id, name="Acme official", kind="independent"))
+    db.session.add(OfficialAccount(tenant_id=tenant.id, name=long("Acme official", 120), kind="independent"))
     db.session.commit()
     assert browser.post(f"/api/extensions/{app_id}/actions", headers=ORIGIN, json={
         "operation": "bind", "version": 1, "action_key": "crm", "endpoint": "https://crm.example.com/hook",
         "bearer_token": "estate-token", "confirm": True}).status_code == 201
     record_id = _created(browser.post(f"/api/extensions/{app_id}/records", headers=ORIGIN, json={
-        "version": 1, "input": {"title": "Spring sale", "amount": 5, "priority": "low"},
+        "version": 1, "input": {"title": long("Spring sale", 200), "amount": 5, "priority": LOW},
         "idempotency_key": str(uuid.uuid4())}), "record_id", 200)
     campaign = browser.post(f"/api/extensions/{app_id}/actions", headers=ORIGIN, json={
         "operation": "run", "version": 1, "record_id": record_id, "action_key": "promo", "confirm": True})
@@ -515,6 +575,7 @@ def _header_value(text: str) -> str:
 HEADERS_READ = {"open_api.create_record": ["Idempotency-Key", "Authorization"],
                 "desk_api.inbound_message": ["X-Channel-Timestamp", "X-Channel-Signature"]}
 CONSOLE_HEADERS = ["Origin"]
+PAGE_HEADERS = ["HX-Request"]  # read by every page's error answer (core/api.py)
 
 
 def _fuzz_json(app, estate: Estate, failures: list) -> None:
@@ -534,17 +595,75 @@ def _fuzz_json(app, estate: Estate, failures: list) -> None:
 
 
 def _fuzz_gets(app, estate: Estate, failures: list) -> None:
-    """Hostile text in every free-text path argument and every query argument a view reads."""
+    """Hostile text in every free-text path argument, every header a page reads, and every query
+    argument a view reads (as everyone who walks)."""
     for rule in _rules(app, "GET"):
         for value in HOSTILE_TEXT:
-            encoded = quote_from_bytes(value.encode("utf-8", "surrogatepass"), safe="")
             for name in _text_arguments(rule):
                 path = _path(rule, estate.values, (name, value))
                 _check(failures, _get(estate, rule, path), "GET", rule.endpoint, name, value)
+            if not _is_json_api(rule):
+                for header in PAGE_HEADERS:
+                    response = _get(estate, rule, _path(rule, estate.values), headers={header: _header_value(value)})
+                    _check(failures, response, "GET", rule.endpoint, header, value)
+        for value in HOSTILE_QUERY:
+            encoded = quote_from_bytes(value.encode("utf-8", "surrogatepass"), safe="")
             for name in QUERY_ARGUMENTS.get(rule.endpoint, []):
                 path = f"{_path(rule, estate.values)}?{name}={encoded}"
-                for who in (estate.admin, estate.anonymous):
+                for who in estate.walkers():
                     _check(failures, _get(estate, rule, path, who), "GET", rule.endpoint, name, value)
+
+
+# The routes that read `next` (test_every_route_that_takes_next_is_fuzzed keeps this whole): the
+# form each one posts, and who posts it. Login logs in afresh each time, as the administrator (two
+# tenants: the choice comes next) and as the agent (straight in).
+NEXT_ROUTES = {
+    "desk.login": lambda estate: [(None, {"email": email, "password": PASSWORD})
+                                  for email in (estate.values["admin_email"], "first@test.example")],
+    "desk.select_tenant": lambda estate: [(estate.admin, {"tenant_id": estate.values["tenant_id"]})],
+    "desk.switch_locale": lambda estate: [(who, {"locale": "en"}) for who in estate.walkers()],
+}
+
+
+def _reads_next(view) -> bool:
+    """Whether the view reads `next` (`….get("next")`), itself or through a function of its module."""
+    module = ast.parse(inspect.getsource(inspect.getmodule(view)))
+    functions = {node.name: node for node in ast.walk(module) if isinstance(node, ast.FunctionDef)}
+
+    def reads(name: str, seen: set) -> bool:
+        if name in seen or name not in functions:
+            return False
+        seen.add(name)
+        for call in (node for node in ast.walk(functions[name]) if isinstance(node, ast.Call)):
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "get" and call.args and \
+                    isinstance(call.args[0], ast.Constant) and call.args[0].value == "next":
+                return True
+            if isinstance(call.func, ast.Name) and reads(call.func.id, seen):
+                return True
+        return False
+    return reads(view.__name__, set())
+
+
+def _fuzz_next(app, estate: Estate, failures: list) -> None:
+    """Every route that takes `next`, with each hostile value in its query string and in its form:
+    never a 5xx, and a redirect only to a printable path of this site."""
+    adapter = app.url_map.bind("localhost")
+    for endpoint, posts in NEXT_ROUTES.items():
+        path = adapter.build(endpoint)
+        for who, fields in posts(estate):
+            for value, place in itertools.product(HOSTILE_QUERY, ("query", "form")):
+                client = who or app.test_client()
+                signed_in = client not in (None, estate.anonymous) and who is not None
+                token = csrf_from(client.get("/workbench" if signed_in else "/login").get_data(as_text=True))
+                data = {**fields, "csrf_token": token, **({"next": value} if place == "form" else {})}
+                encoded = quote_from_bytes(value.encode("utf-8", "surrogatepass"), safe="")
+                response = client.post(f"{path}?next={encoded}" if place == "query" else path,
+                                       data=_form_body(list(data.items())), headers={"Origin": "http://localhost"},
+                                       content_type="application/x-www-form-urlencoded")
+                _check(failures, response, "POST", endpoint, f"next in the {place}", value)
+                location = response.headers.get("Location", "")
+                if urlsplit(location).netloc or not location.isprintable():
+                    failures.append(f"{response.status_code} POST {endpoint} next={_short(value)} → {_short(location)}")
 
 
 # --- the tests -------------------------------------------------------------------------------
@@ -563,13 +682,39 @@ def test_every_post_route_is_fuzzed(app, estate):
 
 
 def test_every_header_and_query_argument_a_view_reads_is_fuzzed():
-    """The request.args and request.headers reads in the source are all in QUERY_ARGUMENTS and
-    HEADERS_READ (login and the tenant choice read `next` through their form class)."""
+    """The request.args and request.headers reads in the source are all in QUERY_ARGUMENTS,
+    HEADERS_READ and PAGE_HEADERS (login and the tenant choice read `next` through their form
+    class and `_safe_next`: NEXT_ROUTES)."""
     sources = [path.read_text() for layer in LAYERS for path in (PROJECT_ROOT / layer).glob("*.py")]
     arguments = {name for text in sources for name in re.findall(r'request\.args\.get\("([\w-]+)"', text)}
     headers = {name for text in sources for name in re.findall(r'request\.headers\.get\("([\w-]+)"', text)}
     assert arguments and arguments <= {name for names in QUERY_ARGUMENTS.values() for name in names}
-    assert headers and headers <= {name for names in [*HEADERS_READ.values(), CONSOLE_HEADERS] for name in names}
+    assert headers and headers <= {name for names in [*HEADERS_READ.values(), CONSOLE_HEADERS, PAGE_HEADERS]
+                                   for name in names}
+
+
+def test_every_route_that_takes_next_is_fuzzed(app):
+    """Each view that reads `next`, itself or through a helper of its module, is in NEXT_ROUTES."""
+    taking = {endpoint for endpoint, view in app.view_functions.items() if _reads_next(inspect.unwrap(view))}
+    assert taking == set(NEXT_ROUTES)
+
+
+def test_no_route_that_takes_next_answers_5xx_or_leaves_the_site(app, estate):
+    """POST /login, /tenants/select and /locale with every hostile `next`, in the query and in the
+    form, by everyone who can post them."""
+    failures = []
+    _fuzz_next(app, estate, failures)
+    assert not failures, _report(failures)
+
+
+def test_every_page_and_partial_is_never_stored(app, estate):
+    """Every HTML answer of the walk (the administrator's pages, partials and panel forms, plainly
+    and as HTMX) says `Cache-Control: no-store`: they carry customer data or one-time secrets."""
+    stored = [(path, response.headers.get("Cache-Control"))
+              for rule in _rules(app, "GET") for path in [_path(rule, estate.values)]
+              for headers in (None, HTMX) for response in [_get(estate, rule, path, headers=headers)]
+              if response.mimetype == "text/html" and response.headers.get("Cache-Control") != "no-store"]
+    assert stored == []
 
 
 def test_no_form_or_page_answers_5xx_to_hostile_input(app, estate):
