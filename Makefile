@@ -30,7 +30,15 @@ messages: $(VENV)/.installed
 run: $(VENV)/.installed $(CATALOGS)
 	$(PY) -m jobs.launch
 
-test: $(VENV)/.installed-dev $(CATALOGS)
+# The browser tests drive Debian's Chromium (never a downloaded browser build).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null
+
+test: $(VENV)/.installed-dev $(CATALOGS) $(CHROMIUM)
 	$(PY) -m pytest
 
 clean:
