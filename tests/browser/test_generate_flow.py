@@ -64,7 +64,8 @@ def test_without_a_model_the_page_says_so_and_offers_no_generate_button(page, li
 
 
 def test_a_waiting_tenant_sees_when_it_may_generate_again_on_a_phone_without_sideways_scrolling(
-        page, live_server, admin, tenant, model_server):
+        page, live_server, admin, tenant, model_server, rate_window):
+    rate_window()  # a long window: the minute cannot roll over before the page shows the wait
     quota.release_slot(quota.reserve_generation(tenant.id, False).slot_token)
     page.set_viewport_size({"width": 390, "height": 844})
     _log_in(page, live_server, admin.user.email)
