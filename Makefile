@@ -30,13 +30,14 @@ messages: $(VENV)/.installed
 run: $(VENV)/.installed $(CATALOGS)
 	$(PY) -m jobs.launch
 
-# The browser tests drive Debian's Chromium (never a downloaded browser build).
+# The browser tests drive Debian's Chromium (never a downloaded browser build): installed here as
+# root, else the one command to run is said at once.
 CHROMIUM := /usr/bin/chromium
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 $(CHROMIUM):
-	$(SUDO) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null
+	@[ "$$(id -u)" = 0 ] || { echo "Chromium is missing: run  sudo apt-get install -y chromium  then make test again" >&2; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 
 test: $(VENV)/.installed-dev $(CATALOGS) $(CHROMIUM)
 	$(PY) -m pytest
