@@ -1,10 +1,12 @@
-"""Real HTTP peers on loopback for the tests: an HTTPS receiver with a trustme CA and an
-OpenAI-compatible model server."""
+"""Real peers on loopback for the tests: an HTTPS receiver with a trustme CA, an OpenAI-compatible
+model server, and a TCP forwarder standing for the network to Redis."""
 import http.server
 import json
+import socket
 import ssl
 import threading
 import time
+from urllib.parse import parse_qs, urlsplit
 from dataclasses import dataclass, field
 
 import trustme
@@ -266,3 +268,73 @@ class ModelServer:
         self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+class Forwarder:
+    """A TCP port on loopback that forwards every connection to a Redis (TCP or unix socket URL),
+    until `cut()` drops every connection and refuses new ones; `mend()` forwards again. It stands
+    for the network between one process and Redis."""
+
+    def __init__(self, redis_url: str):
+        parts = urlsplit(redis_url)
+        self.target = (socket.AF_UNIX, parts.path) if parts.scheme == "unix" else \
+            (socket.AF_INET, (parts.hostname, parts.port or 6379))
+        self.db = (parse_qs(parts.query).get("db") or ["0"])[0] if parts.scheme == "unix" else \
+            (parts.path.strip("/") or "0")
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.open, self.sockets, self.lock = True, [], threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        """The Redis URL that goes through this forwarder."""
+        return f"redis://127.0.0.1:{self.port}/{self.db}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.open:
+                client.close()
+                continue
+            upstream = socket.socket(self.target[0], socket.SOCK_STREAM)
+            upstream.connect(self.target[1])
+            with self.lock:
+                self.sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for each in (source, sink):
+            try:
+                each.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self) -> None:
+        """Drop every forwarded connection and refuse new ones (they are closed at once)."""
+        self.open = False
+        with self.lock:
+            for each in self.sockets:
+                try:
+                    each.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.sockets = []
+
+    def mend(self) -> None:
+        """Forward new connections again."""
+        self.open = True
+
+    def close(self) -> None:
+        self.cut()
+        self.listener.close()
