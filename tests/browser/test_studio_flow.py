@@ -27,6 +27,7 @@ def test_create_edit_simulate_publish_submit_and_see_ledger_and_chart(page, live
     page.get_by_role("button", name="New app from the starter").click()
     expect(page.get_by_role("heading", name="Simulate v1")).to_be_visible()
 
+    expect(page.locator("#definition-editor + .cm-editor")).to_be_visible()  # mounted: the label names it now
     editor = page.get_by_label("Definition JSON")
     editor.fill(json.dumps(sample_definition(name="Parcel claims", charts=CHARTS), indent=2))
     page.get_by_role("button", name="Save as new version").click()
@@ -90,6 +91,7 @@ def test_script_errors_point_at_their_line_and_code_needs_its_own_confirmation(p
                                                                                 draft_app, runner):
     _log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/{draft_app}")
+    expect(page.locator("#script-editor + .cm-editor")).to_be_visible()  # mounted: the label names it now
     script = page.get_by_label("Script (optional)")
     script.fill("const doubled = (input.amount ?? 0) * 2;\nreturn {amount: doubled, title: missing};")
     expect(page.locator("#script-editor + .cm-editor .cm-lineNumbers")).to_contain_text("2")  # the editor's gutter
