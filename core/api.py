@@ -77,11 +77,21 @@ def wants_json() -> bool:
     return request.path.startswith("/api/")
 
 
-def _html_error(status: int, code: str):
+def html_error(status: int, code: str, headers: dict | None = None):
     """Render the HTML error page for a status; htmx, which swaps refusals that bring their own
     partial (422, 429), leaves a whole error page out of the region it asked for."""
-    headers = {"HX-Reswap": "none"} if request.headers.get("HX-Request") else {}
+    headers = {**(headers or {}), **({"HX-Reswap": "none"} if request.headers.get("HX-Request") else {})}
     return render_template("errors/error.html", status=status, code=code), status, headers
+
+
+def answer_unexpected(err: Exception):
+    """A 500 for what nobody foresaw, logged with the route's pattern (a path can carry a one-time
+    token), never with a trace in the answer."""
+    rule = request.url_rule.rule if request.url_rule is not None else "(no route)"
+    log.error("unhandled error on %s %s", request.method, rule, exc_info=err)
+    if wants_json():
+        return error_response(ApiError("internal_error", 500))
+    return html_error(500, "internal_error")
 
 
 def register_error_handlers(app: Flask) -> None:
@@ -91,7 +101,7 @@ def register_error_handlers(app: Flask) -> None:
     def handle_api_error(err: ApiError):
         if wants_json():
             return error_response(err)
-        return _html_error(err.status, err.code)
+        return html_error(err.status, err.code, err.headers)
 
     @app.errorhandler(HTTPException)
     def handle_http_error(err: HTTPException):
@@ -99,16 +109,9 @@ def register_error_handlers(app: Flask) -> None:
         code = HTTP_CODES.get(status, "internal_error" if status >= 500 else "bad_request")
         if wants_json():
             return error_response(ApiError(code, 404 if status == 405 else status))
-        return _html_error(status, code)
+        return html_error(status, code)
 
-    @app.errorhandler(Exception)
-    def handle_unexpected(err: Exception):
-        # The route's pattern, not the path: a path can carry a one-time token.
-        rule = request.url_rule.rule if request.url_rule is not None else "(no route)"
-        log.exception("unhandled error on %s %s", request.method, rule)
-        if wants_json():
-            return error_response(ApiError("internal_error", 500))
-        return _html_error(500, "internal_error")
+    app.register_error_handler(Exception, answer_unexpected)
 
     @app.after_request
     def add_request_id(response):

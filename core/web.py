@@ -4,16 +4,19 @@ import logging
 import secrets
 
 from flask import Blueprint, Flask, current_app, g, has_request_context, redirect, request
+from sqlalchemy import text
 from flask_htmx import HTMX
 from flask_htmx.responses import HTMXResponseClientRedirect
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFProtect
+import redis
 from redis.exceptions import RedisError
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from core.api import ApiError, error_response
+from core.api import ApiError, answer_unexpected, error_response, html_error, wants_json
 from core.db import db
+from core.redis import redis_url
 
 csrf = CSRFProtect()
 htmx = HTMX()  # truthy when htmx asked (HX-Request: true): answer with the partial alone
@@ -31,6 +34,9 @@ SECURITY_HEADERS = {
 }
 bp = Blueprint("core", __name__)
 log = logging.getLogger(__name__)
+OUTAGE_RETRY_SECONDS = 5  # what a 503 for a store outage tells clients to wait
+READ_ONLY_SQLSTATE = "25006"  # read_only_sql_transaction
+PROBE_SECONDS = 2  # the readiness probe's bound on a silent Redis
 
 
 @bp.get("/healthz")
@@ -39,15 +45,61 @@ def healthz():
     return {"status": "ok"}
 
 
-def answer_unreachable_stores(api: Blueprint, code: str) -> None:
-    """Under `api`, a database or Redis connection failure answers `503 code` in the envelope."""
+@bp.get("/readyz")
+def readyz():
+    """Readiness, for a load balancer: PostgreSQL and Redis each answer a round trip, else 503
+    service_unavailable naming the ones that did not (detail), with Retry-After."""
+    failing = []
+    try:
+        db.session.execute(text("SELECT 1"))
+    except DBAPIError:
+        failing.append("database")
+    finally:
+        db.session.remove()
+    probe = redis.Redis.from_url(redis_url(), socket_timeout=PROBE_SECONDS, socket_connect_timeout=PROBE_SECONDS)
+    try:
+        probe.ping()
+    except RedisError:
+        failing.append("redis")
+    finally:
+        probe.close()
+    if failing:
+        return error_response(ApiError("service_unavailable", 503, detail=",".join(failing),
+                                       headers={"Retry-After": str(OUTAGE_RETRY_SECONDS)}))
+    return {"status": "ready"}
+
+
+def is_store_outage(error: Exception) -> bool:
+    """PostgreSQL or Redis out of reach, restarting, or refusing writes as a failed-over old primary
+    does (SQLSTATE 25006): a temporary outage, never a fault of the request."""
+    if isinstance(error, (RedisError, OperationalError)):
+        return True
+    return isinstance(error, DBAPIError) and (
+        error.connection_invalidated or getattr(error.orig, "sqlstate", None) == READ_ONLY_SQLSTATE)
+
+
+def _outage_answer(error: Exception, code: str):
+    """`503 code` with Retry-After: the envelope for JSON, the friendly page otherwise. The request's
+    user is forgotten first, so the page itself reaches neither store again."""
+    log.error("a store is out of reach (%s) on %s", type(error).__name__,
+              request.url_rule.rule if request.url_rule is not None else "(no route)")
+    db.session.remove()  # its connection may be gone: the pool checks (pre-ping) before reuse
+    g._login_user = current_app.login_manager.anonymous_user()
+    headers = {"Retry-After": str(OUTAGE_RETRY_SECONDS)}
+    if wants_json():
+        return error_response(ApiError(code, 503, headers=headers))
+    return html_error(503, code, headers)
+
+
+def answer_unreachable_stores(api: Blueprint | Flask, code: str) -> None:
+    """Under `api` (a blueprint, or the app for everything else), a store outage answers `503 code`
+    (the spec's own code for that API) with Retry-After; any other database error is what it is, an
+    unexpected 500."""
     def unavailable(error: Exception):
-        log.error("%s: a store is out of reach (%s)", api.name, type(error).__name__)
-        db.session.rollback()
-        return error_response(ApiError(code, 503))
+        return _outage_answer(error, code) if is_store_outage(error) else answer_unexpected(error)
 
     api.register_error_handler(RedisError, unavailable)
-    api.register_error_handler(OperationalError, unavailable)
+    api.register_error_handler(DBAPIError, unavailable)
 
 
 class SessionInterface(SecureCookieSessionInterface):
@@ -120,6 +172,7 @@ def init_web(app: Flask) -> None:
     app.jinja_env.globals["csp_nonce"] = csp_nonce
 
     app.session_interface = SessionInterface()
+    answer_unreachable_stores(app, "service_unavailable")  # pages, the inbound endpoint, /readyz
 
     hops = app.config["TRUSTED_PROXIES"]
     if hops:

@@ -11,14 +11,12 @@ from core.api import ApiError, ok
 from core.db import db
 from core.guards import parse_json_object, read_limited_body
 from core.metrics import INBOUND_MESSAGES
-from core.web import answer_unreachable_stores
 from desk.channels import (INBOUND_BODY_LIMIT, find_channel, parse_inbound, store_inbound,
                            verify_signature)
 from desk.events import emit_message_received
 
 log = logging.getLogger(__name__)
 bp = Blueprint("desk_api", __name__, url_prefix="/api/channels")
-answer_unreachable_stores(bp, "service_unavailable")  # a 503 the channel retries, never a 500
 
 
 @bp.post("/<uuid:channel_id>/messages")
