@@ -6,6 +6,7 @@ from flask.cli import AppGroup
 
 from core.queue_names import GENERATOR_QUEUES, WORKER_QUEUES
 from core.redis import get_redis
+from core.redis_policy import refuse_evicting_redis
 from jobs import wiring
 from jobs.logs import LOG_LEVELS, keep_payloads_out_of_logs
 from jobs.worker import AppWorker
@@ -23,6 +24,7 @@ def worker(burst: bool, generator: bool, log_level: str):
     generation jobs, which wait on the model). Delayed jobs reach their queue through the clock."""
     keep_payloads_out_of_logs()
     wiring.check()
+    refuse_evicting_redis(get_redis(), "flask jobs worker")
     worker = AppWorker(list(GENERATOR_QUEUES if generator else WORKER_QUEUES), connection=get_redis(),
                        app=current_app._get_current_object())
     worker.warm_up()

@@ -28,6 +28,7 @@ from rq.registry import ScheduledJobRegistry
 from rq.utils import current_timestamp
 
 from core.queue_names import ALL_QUEUES, DEFAULT
+from core.redis_policy import refuse_evicting_redis
 from jobs.cron import TICK_SECONDS
 from jobs.logs import FORMAT
 
@@ -178,7 +179,9 @@ def main() -> None:
     stop = []
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.append(True))
-    clock = Clock(Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5), tick, lease)
+    connection = Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+    refuse_evicting_redis(connection, "the clock")
+    clock = Clock(connection, tick, lease)
     log.info("clock %s started: the tick every %g s, delayed jobs of %s; a lease of %g s",
              clock.name, tick, ", ".join(ALL_QUEUES), lease)
     run(clock, stop, min(ROUND_SECONDS, lease / 5))

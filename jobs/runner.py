@@ -10,6 +10,7 @@ from rq import SimpleWorker
 from werkzeug.utils import import_string
 
 from core.queue_names import RUNNER_QUEUES
+from core.redis_policy import refuse_evicting_redis
 from jobs.logs import FORMAT, LOG_LEVELS, keep_payloads_out_of_logs
 from studio.scripting.runner import sandbox
 
@@ -29,9 +30,11 @@ def main(argv: list[str] | None = None) -> None:
     if not url:
         raise SystemExit("the runner needs REDIS_URL (make run sets it for the embedded Redis)")
     import_string(ENTRY_POINT)  # a broken entry point stops the process now, not at the first task
+    connection = Redis.from_url(url)
+    refuse_evicting_redis(connection, "the script runner")
     sandbox().process()  # start the sandbox before the first task arrives
     try:
-        SimpleWorker(list(RUNNER_QUEUES), connection=Redis.from_url(url)).work(
+        SimpleWorker(list(RUNNER_QUEUES), connection=connection).work(
             burst=options.burst, logging_level=options.log_level)
     finally:
         sandbox().close()
