@@ -345,6 +345,8 @@ def _polling(app, email_of_full: str) -> None:
 
 def main() -> None:
     app = bench_app()
+    # 480 panel submissions are timed: each is still counted in Redis, but none is refused.
+    app.config.update(PANEL_RECORDS_PER_MEMBER_PER_MINUTE=10 ** 9, PANEL_RECORDS_PER_TENANT_PER_MINUTE=10 ** 9)
     if sys.argv[1:] == ["--tools"]:  # only the issue-22 lines
         _panel_vs_console(app)
         _tools_page(app)

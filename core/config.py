@@ -117,6 +117,10 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         "ACTION_TIMEOUT_SECONDS": 10.0,  # a record action's POST, DNS to last byte (spec: about 10 s)
         "GENERATION_WAIT_SECONDS": 20.0,  # POST /generate waits this long, then answers 202 to poll
         "OPEN_API_RATE_LIMIT": 60,  # per application per natural minute (spec); the schema fuzz raises it
+        # Workbench panel submissions a minute (docs/decisions.md, "Panel submissions are limited");
+        # the workbench benchmark raises them to time 480 submissions.
+        "PANEL_RECORDS_PER_MEMBER_PER_MINUTE": 20,
+        "PANEL_RECORDS_PER_TENANT_PER_MINUTE": 200,
         # Unset: every fixed-window limit counts in its own window (the spec's natural minutes).
         # Tests set it to count in shorter or longer windows (core.limits.window_seconds).
         "RATE_WINDOW_SECONDS": None,

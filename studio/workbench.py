@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-from flask import g
+from flask import current_app, g
 from sqlalchemy import and_, delete, func, select, update
 
 from core import audit
@@ -27,11 +27,6 @@ from studio.models import GRANT_ITEMS, StudioApp, StudioDataGrant, StudioVersion
 MAX_APPS = 10  # applications in one tenant's workbench
 GRANT_DAYS = 90
 INTENT_PER_MEMBER_PER_MINUTE = 10
-# Panel submissions a minute: no person fills a form every 3 s for a minute, and a busy tenant's
-# agents together stay far below 200; at these rates one agent needs 50 minutes, and the whole
-# tenant 5, to reach an application's 1,000-record ceiling (docs/decisions.md).
-PANEL_RECORDS_PER_MEMBER_PER_MINUTE = 20
-PANEL_RECORDS_PER_TENANT_PER_MINUTE = 200
 RUN_ENTRIES = "studio_run_entries"  # flask.g: a member's run entries, kept for the request
 
 
@@ -227,9 +222,12 @@ def shared_profile(customer: Customer, items: set[str]) -> list[tuple[str, str]]
 def _within_panel_limits(member: Member) -> None:
     """Count one panel submission of the member and of the tenant; 429 record_rate_limited with
     Retry-After past either limit (the member's is counted first: a refused agent spends nothing
-    of the tenant's)."""
-    for key, limit in ((f"studio:panel-records:member:{member.id}", PANEL_RECORDS_PER_MEMBER_PER_MINUTE),
-                       (f"studio:panel-records:tenant:{member.tenant_id}", PANEL_RECORDS_PER_TENANT_PER_MINUTE)):
+    of the tenant's). The limits are the app's PANEL_RECORDS_PER_*_PER_MINUTE: no person fills a form
+    every 3 s for a minute, and a busy tenant's agents together stay far below 200; at 20 and 200
+    one agent needs 50 minutes, and the whole tenant 5, to reach an application's 1,000 records."""
+    cfg = current_app.config
+    for key, limit in ((f"studio:panel-records:member:{member.id}", cfg["PANEL_RECORDS_PER_MEMBER_PER_MINUTE"]),
+                       (f"studio:panel-records:tenant:{member.tenant_id}", cfg["PANEL_RECORDS_PER_TENANT_PER_MINUTE"])):
         window = hit_fixed_window(get_redis(), key, limit)
         if not window.allowed:
             raise ApiError("record_rate_limited", 429, headers={"Retry-After": str(max(1, window.reset_after))})

@@ -13,8 +13,7 @@ from core.clock import utcnow
 from core.db import db
 from desk.models import AiPointsEntry, Conversation, ConversationEvent, Customer, Member, Message
 from studio.models import StudioDataGrant, StudioRecord, StudioWorkbenchEntry
-from studio import workbench as studio_workbench
-from studio.workbench import MAX_APPS, PANEL_RECORDS_PER_MEMBER_PER_MINUTE
+from studio.workbench import MAX_APPS
 from desk.handoff import issue_link_token
 from desk.sessions import ASSISTANT, IMPERSONATION
 from tests.conftest import csrf_from, customer_conversation, login, seat
@@ -453,22 +452,25 @@ def test_intent_analyses_are_limited_per_agent(agent_client, intent_tool, conver
     assert len(model_server.received) == 10
 
 
-def test_panel_submissions_are_limited_per_agent_with_a_429_shown_in_the_panel(agent_client, tool, conversation,
+def test_panel_submissions_are_limited_per_agent_with_a_429_shown_in_the_panel(app, agent_client, tool, conversation,
                                                                              rate_window):
     page = _panel(agent_client, conversation)
     rate_window(60, 5)
-    for _ in range(PANEL_RECORDS_PER_MEMBER_PER_MINUTE):
+    limit = app.config["PANEL_RECORDS_PER_MEMBER_PER_MINUTE"]
+    assert limit == 20
+    for _ in range(limit):
         assert _submit(agent_client, tool, page, conversation, key=str(uuid.uuid4()), f_title="Fast").status_code == 200
     refused = _submit(agent_client, tool, page, conversation, key=str(uuid.uuid4()), f_title="One too many")
     assert refused.status_code == 429 and 1 <= int(refused.headers["Retry-After"]) <= 60
     assert "Too many forms submitted in this minute" in refused.get_data(as_text=True)
     assert 'value="One too many"' in refused.get_data(as_text=True)  # the form keeps what was typed
-    assert _count(StudioRecord) == PANEL_RECORDS_PER_MEMBER_PER_MINUTE
+    assert _count(StudioRecord) == limit
 
 
 def test_panel_submissions_are_limited_per_tenant_too(app, tenant, agent_client, tool, conversation, rate_window,
                                                       monkeypatch):
-    monkeypatch.setattr(studio_workbench, "PANEL_RECORDS_PER_TENANT_PER_MINUTE", 3)
+    assert app.config["PANEL_RECORDS_PER_TENANT_PER_MINUTE"] == 200
+    monkeypatch.setitem(app.config, "PANEL_RECORDS_PER_TENANT_PER_MINUTE", 3)
     rate_window(60, 5)
     colleague = app.test_client()
     login(colleague, seat(tenant, "agent").user.email)
