@@ -206,6 +206,12 @@ def session_type() -> str | None:
     return session.get("session_type") if current_user.is_authenticated else None
 
 
+def restricted_session() -> bool:
+    """An impersonation or assistant session: it works in the workbench but changes only itself,
+    never the member's settings or consent."""
+    return session_type() not in (CONSOLE, None)
+
+
 def active_memberships(user_id: uuid.UUID) -> list[Member]:
     """The user's active seats in active tenants, by tenant name."""
     return list(db.session.scalars(

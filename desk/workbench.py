@@ -24,7 +24,7 @@ from desk.panels import BEFORE, chosen_style, provider
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
 from desk.search import FAR_PAST, FAR_FUTURE, parse_conditions, parse_resume, search_step
-from desk.sessions import CONSOLE, current_member, probe_with_seat, session_type, workbench_required
+from desk.sessions import current_member, probe_with_seat, restricted_session, workbench_required
 from desk.timeline import thread
 
 bp = Blueprint("workbench", __name__)
@@ -135,7 +135,7 @@ def _read(conversation_id: uuid.UUID):
 def _own_style(member: Member) -> str | None:
     """The style key this session shows: a restricted session's own choice once it made one, else
     the member's saved choice."""
-    if session_type() != CONSOLE and STYLE_SESSION_KEY in session:
+    if restricted_session() and STYLE_SESSION_KEY in session:
         return session[STYLE_SESSION_KEY] or None
     return member.workbench_style
 
@@ -150,11 +150,11 @@ def choose_style():
     if key and key not in {style.key for style in provider().styles(member)}:
         flash(_("That style is no longer on offer: choose another."), "error")
     else:
-        if session_type() == CONSOLE:
+        if restricted_session():
+            session[STYLE_SESSION_KEY] = key
+        else:
             member.workbench_style = key or None
             db.session.commit()
-        else:
-            session[STYLE_SESSION_KEY] = key
         flash(_("Style applied.") if key else _("Default style restored."), "ok")
     try:
         opened = parse_uuid(request.form.get("conversation_id", ""), "invalid_form")

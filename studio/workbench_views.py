@@ -16,7 +16,7 @@ from core.web import close_when_off, htmx
 from desk.conversations import get_conversation
 from desk.models import Conversation, Member
 from desk.panels import AFTER, Style, Tool
-from desk.sessions import CONSOLE, current_member, session_type, workbench_required
+from desk.sessions import current_member, restricted_session, workbench_required
 from studio import workbench
 from studio.forms import form_to_input
 
@@ -99,7 +99,7 @@ def _tool(entry: workbench.RunEntry, member: Member, conversation: Conversation,
     """One application's tool for the conversation: the data sharing, the shared items of this
     conversation's customer (read only when something is shared), the form with a new
     idempotency key (a new form instance), the intent button."""
-    items, editable = entry.granted, not _restricted()
+    items, editable = entry.granted, not restricted_session()
     skeleton = _kept(_SKELETONS, (entry.version_id, items, editable, current_locale()), lambda: str(_macros().tool(
         entry, items, editable, ITEM_LABELS, _record_form(entry, CONVERSATION, CSRF, KEY), CONVERSATION, CSRF,
         SHARED, NOTICE)))
@@ -108,11 +108,6 @@ def _tool(entry: workbench.RunEntry, member: Member, conversation: Conversation,
     html = (skeleton.replace(CONVERSATION, str(conversation.id)).replace(CSRF, csrf).replace(KEY, str(uuid.uuid4()))
             .replace(NOTICE, _macros().notice(notice) if notice else "").replace(SHARED, shared))
     return Markup(html)  # the skeleton and the shared data are the macros' escaped output
-
-
-def _restricted() -> bool:
-    """An impersonation or assistant session: it sees the member's data sharing but cannot change it."""
-    return session_type() != CONSOLE
 
 
 def _used_in() -> tuple[Member, Conversation, int]:
@@ -186,7 +181,7 @@ def grant(app_id: uuid.UUID):
     member, conversation, version = _used_in()
     try:
         entry = workbench.set_grants(member, workbench.open_entry(member, app_id, version),
-                                     set(request.form.getlist("items")), restricted=_restricted())
+                                     set(request.form.getlist("items")), restricted=restricted_session())
     except ApiError as err:
         if err.code == "workbench_entry_closed":
             return _closed(app_id, conversation)
@@ -201,7 +196,7 @@ def grant(app_id: uuid.UUID):
 def revoke(app_id: uuid.UUID):
     """End every data grant of this agent for the application (records stay)."""
     member, conversation, version = _used_in()
-    workbench.revoke_all(member, app_id, restricted=_restricted())
+    workbench.revoke_all(member, app_id, restricted=restricted_session())
     db.session.commit()
     notice = _("Data authorization revoked: no customer data shows beside this form.")
     try:
