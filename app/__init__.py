@@ -7,7 +7,7 @@ from flask_login import LoginManager
 
 from core.api import register_error_handlers
 from core.config import INSTANCE_PATH, PROJECT_ROOT, load_config, warn_about_egress_knobs
-from core.db import db
+from core.db import db, engine_options, watch_engine
 from core.i18n import SAVED_LOCALE, init_i18n
 from core.metrics import READINGS, init_metrics
 from core.web import init_web
@@ -20,7 +20,10 @@ def create_app(config: dict | None = None) -> Flask:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     warn_about_egress_knobs(app.config)
 
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(app.config)
     db.init_app(app)
+    with app.app_context():
+        watch_engine(db.engine, app.config["DB_STATEMENT_TIMEOUT_SECONDS"])
     _init_login(app)
     init_metrics(app)  # first: its clock starts before any other hook can answer
     init_web(app)

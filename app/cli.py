@@ -6,7 +6,7 @@ from flask.cli import with_appcontext
 from sqlalchemy import select
 
 from core.config import PROJECT_ROOT
-from core.db import db
+from core.db import db, statement_timeout
 
 
 def init_migrations(app) -> None:
@@ -40,8 +40,9 @@ class _MigrationCommands(click.Group):
 @click.option("-x", "--x-arg", multiple=True, help="Additional arguments consumed by custom env.py scripts")
 @with_appcontext
 def migrations(directory, x_arg):
-    """Perform database migrations."""
+    """Perform database migrations (without a statement_timeout: they may outlast a request)."""
     init_migrations(current_app)
+    click.get_current_context().with_resource(statement_timeout(0))
     g.directory, g.x_arg = directory, x_arg  # as Flask-Migrate's own group: its get_config reads them
 
 
@@ -56,7 +57,8 @@ def prepare():
     from desk.models import Tenant
 
     init_migrations(current_app)
-    upgrade()
+    with statement_timeout(0):  # migrations may outlast a request
+        upgrade()
     if db.session.scalar(select(Tenant.id).limit(1)) is None:
         summary = seed_demo()
         db.session.commit()

@@ -106,6 +106,9 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         # hide_parameters: a database error's message (logged with its traceback) never carries
         # the submitted values bound to the statement.
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True, "hide_parameters": True},
+        # PostgreSQL's statement_timeout for everything but jobs (each job gets its own RQ timeout)
+        # and migrations (none): a request never waits on a lock longer (core.db.engine_options).
+        "DB_STATEMENT_TIMEOUT_SECONDS": float(environ.get("DB_STATEMENT_TIMEOUT_SECONDS") or 15),
         # No implicit OPTIONS answers: nothing here is cross-origin, and an `Allow` header would
         # reveal which API paths exist (unsupported methods under /api/ are 404).
         "PROVIDE_AUTOMATIC_OPTIONS": False,

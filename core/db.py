@@ -1,5 +1,7 @@
 """Database base class, shared column types and the Flask-SQLAlchemy handle."""
 import uuid
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from functools import cache
 
@@ -7,7 +9,9 @@ from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, Row, TypeDecorator, Uuid, event, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
+from redis.exceptions import RedisError
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, registry
 
 from core.api import ApiError
@@ -70,6 +74,88 @@ class TenantAppCount:
 
 
 db = SQLAlchemy(model_class=Base)
+
+READ_ONLY_SQLSTATE = "25006"  # read_only_sql_transaction: a failed-over old primary refuses writes
+QUERY_CANCELED_SQLSTATE = "57014"  # query_canceled: the statement outlived statement_timeout
+CONNECT_TIMEOUT_SECONDS = 5  # a PostgreSQL that does not answer a connection attempt within this is away
+_STATEMENT_TIMEOUT = ContextVar("statement_timeout_ms", default=None)  # a job's own, else the process's
+_TIMEOUT_SET = "statement_timeout_ms"  # a pooled connection's info: the statement_timeout it has now
+
+
+def engine_options(cfg) -> dict:
+    """The engine options for the configured database: on PostgreSQL each connection is opened with
+    a bounded connect wait and the web's statement_timeout (DB_STATEMENT_TIMEOUT_SECONDS), so a
+    request never waits on a lock or a slow statement longer than that, and no extra round trip is
+    spent setting it."""
+    options = dict(cfg["SQLALCHEMY_ENGINE_OPTIONS"])
+    if cfg["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
+        options.setdefault("connect_args", {
+            "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+            "options": f"-c statement_timeout={_milliseconds(cfg['DB_STATEMENT_TIMEOUT_SECONDS'])}"})
+    return options
+
+
+def _milliseconds(seconds: float) -> int:
+    return int(seconds * 1000)
+
+
+def watch_engine(engine: Engine, statement_timeout_seconds: float) -> None:
+    """Wire the engine's outage handling (called once per app, at wiring time):
+
+    - a statement refused with SQLSTATE 25006 counts as a disconnect, so the whole pool is dropped
+      and the next checkout connects anew: a pool attached to a failed-over, read-only old primary
+      follows the new primary at once instead of failing for days (dead connections are already
+      found by pre-ping);
+    - on PostgreSQL a connection checked out inside `statement_timeout(…)` (a job) gets that bound,
+      set only when it differs from the one the connection has.
+    """
+    event.listen(engine, "handle_error", _read_only_is_a_disconnect)
+    if engine.dialect.name != "postgresql":
+        return
+    default_ms = _milliseconds(statement_timeout_seconds)
+
+    def connected(dbapi_connection, record):
+        record.info[_TIMEOUT_SET] = default_ms  # opened with it (engine_options)
+
+    def checked_out(dbapi_connection, record, proxy):
+        wanted = _STATEMENT_TIMEOUT.get()
+        wanted = default_ms if wanted is None else wanted
+        if record.info.get(_TIMEOUT_SET) != wanted:
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute(f"SET statement_timeout = {int(wanted)}")
+            dbapi_connection.commit()  # a SET inside a transaction would end with its rollback
+            record.info[_TIMEOUT_SET] = wanted
+
+    event.listen(engine, "connect", connected)
+    event.listen(engine, "checkout", checked_out)
+
+
+def _read_only_is_a_disconnect(context) -> None:
+    if getattr(context.original_exception, "sqlstate", None) == READ_ONLY_SQLSTATE:
+        context.is_disconnect = True
+
+
+@contextmanager
+def statement_timeout(seconds: float):
+    """Connections checked out inside the block bound each statement to `seconds` on PostgreSQL
+    (0: no bound, for migrations). A job runs inside its own timeout, so a job that RQ cuts never
+    leaves its statement running at the server."""
+    token = _STATEMENT_TIMEOUT.set(_milliseconds(seconds))
+    try:
+        yield
+    finally:
+        _STATEMENT_TIMEOUT.reset(token)
+
+
+def is_store_outage(error: Exception) -> bool:
+    """PostgreSQL or Redis out of reach or restarting, refusing writes as a failed-over old primary
+    does (SQLSTATE 25006), or a statement cut by statement_timeout (a lock held too long): a
+    temporary outage, never a fault of the request or the job."""
+    if isinstance(error, (RedisError, OperationalError)):
+        return True
+    return isinstance(error, DBAPIError) and (
+        error.connection_invalidated
+        or getattr(error.orig, "sqlstate", None) in (READ_ONLY_SQLSTATE, QUERY_CANCELED_SQLSTATE))
 
 
 @event.listens_for(Engine, "connect")

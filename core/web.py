@@ -11,11 +11,11 @@ from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFProtect
 import redis
 from redis.exceptions import RedisError
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from core.api import ApiError, answer_unexpected, error_response, html_error, wants_json
-from core.db import db
+from core.db import db, is_store_outage
 from core.redis import redis_url
 
 csrf = CSRFProtect()
@@ -35,7 +35,6 @@ SECURITY_HEADERS = {
 bp = Blueprint("core", __name__)
 log = logging.getLogger(__name__)
 OUTAGE_RETRY_SECONDS = 5  # what a 503 for a store outage tells clients to wait
-READ_ONLY_SQLSTATE = "25006"  # read_only_sql_transaction
 PROBE_SECONDS = 2  # the readiness probe's bound on a silent Redis
 
 
@@ -67,15 +66,6 @@ def readyz():
         return error_response(ApiError("service_unavailable", 503, detail=",".join(failing),
                                        headers={"Retry-After": str(OUTAGE_RETRY_SECONDS)}))
     return {"status": "ready"}
-
-
-def is_store_outage(error: Exception) -> bool:
-    """PostgreSQL or Redis out of reach, restarting, or refusing writes as a failed-over old primary
-    does (SQLSTATE 25006): a temporary outage, never a fault of the request."""
-    if isinstance(error, (RedisError, OperationalError)):
-        return True
-    return isinstance(error, DBAPIError) and (
-        error.connection_invalidated or getattr(error.orig, "sqlstate", None) == READ_ONLY_SQLSTATE)
 
 
 def _outage_answer(error: Exception, code: str):

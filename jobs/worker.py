@@ -1,5 +1,6 @@
 """The worker of the trusted queues: RQ's non-forking worker, each job in a fresh app context, with
-fewer Redis round trips of bookkeeping per job (docs/decisions.md, "Webhook deliveries, cheaper")."""
+fewer Redis round trips of bookkeeping per job (docs/decisions.md, "Webhook deliveries, cheaper"),
+its statements bounded by the job's timeout, and a job that met a store outage tried again."""
 import logging
 import time
 
@@ -9,7 +10,7 @@ from rq.executions import Execution
 from rq.job import Job
 from rq.queue import Queue
 
-from core.db import db
+from core.db import QUERY_CANCELED_SQLSTATE, db, is_store_outage, statement_timeout
 from core.egress import ca_bundle, tls_context
 from core.metrics import JOBS
 
@@ -17,6 +18,9 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY = 10.0  # seconds between the worker's own heartbeats (its key lives worker_ttl + 60 s)
 SUSPENSION_EVERY = 1.0  # seconds between looks at `rq suspend`
+# A job without its own RQ Retry that failed because PostgreSQL or Redis was away is tried again
+# after these seconds (about four minutes in all); it fails for good only if the outage outlasts them.
+OUTAGE_RETRY_INTERVALS = (5, 15, 30, 60, 120)
 
 
 class AppWorker(SimpleWorker):
@@ -71,17 +75,30 @@ class AppWorker(SimpleWorker):
             tls_context(ca_bundle())
 
     def perform_job(self, job: Job, queue: Queue, execution: Execution) -> bool:
-        """RQ's perform_job inside a fresh app context; the job's session ends with it. Counted
-        per queue: started, then finished or failed."""
+        """RQ's perform_job inside a fresh app context, each statement bounded on PostgreSQL by the
+        job's own timeout (RQ cutting the job never leaves its statement running at the server);
+        the job's session ends with it. Counted per queue: started, then finished or failed."""
         JOBS.labels(queue.name, "started").inc()
         succeeded = False
-        with self.app.app_context():
+        with self.app.app_context(), statement_timeout(job.timeout or self.queue_class.DEFAULT_TIMEOUT):
             try:
                 succeeded = super().perform_job(job, queue, execution)
                 return succeeded
             finally:
                 JOBS.labels(queue.name, "finished" if succeeded else "failed").inc()
                 end_session()
+
+    def handle_exception(self, job: Job, *exc_info):
+        """A job without a Retry of its own that failed on a store outage gets OUTAGE_RETRY_INTERVALS
+        (RQ then schedules it again instead of failing it for good). Every job claims its rows
+        before acting, so running it again is what a sweeper's re-queue would do. A statement cut
+        by the job's own timeout is the job's failure, as RQ's timeout is."""
+        error = exc_info[1]
+        if job.retries_left is None and isinstance(error, Exception) and is_store_outage(error) \
+                and getattr(getattr(error, "orig", None), "sqlstate", None) != QUERY_CANCELED_SQLSTATE:
+            log.warning("job %s met a store outage (%s); it is tried again", job.id, type(error).__name__)
+            job.retries_left, job.retry_intervals = len(OUTAGE_RETRY_INTERVALS), list(OUTAGE_RETRY_INTERVALS)
+        return super().handle_exception(job, *exc_info)
 
 
 def end_session() -> None:

@@ -6,8 +6,8 @@ import psycopg
 import pytest
 from sqlalchemy.exc import IntegrityError, InternalError, OperationalError
 
-from core.db import db
-from core.web import OUTAGE_RETRY_SECONDS, is_store_outage
+from core.db import db, is_store_outage
+from core.web import OUTAGE_RETRY_SECONDS
 from openapi.apps import create_app as create_open_app
 from tests.conftest import build_app
 from tests.studio.conftest import ORIGIN
@@ -87,8 +87,10 @@ def test_healthz_touches_no_store(app_config, client):
     assert _away(app_config, client, "SQLALCHEMY_DATABASE_URI", "REDIS_URL").get("/healthz").status_code == 200
 
 
-def test_a_read_only_database_is_an_outage_and_other_database_errors_are_not():
+def test_a_read_only_database_or_a_statement_timeout_is_an_outage_and_other_database_errors_are_not():
     read_only = InternalError("INSERT", {}, psycopg.errors.ReadOnlySqlTransaction("read-only transaction"))
     unique = IntegrityError("INSERT", {}, psycopg.errors.UniqueViolation("duplicate key"))
     gone = OperationalError("SELECT 1", {}, psycopg.OperationalError("server closed the connection"))
-    assert is_store_outage(read_only) and is_store_outage(gone) and not is_store_outage(unique)
+    timed_out = OperationalError("UPDATE", {}, psycopg.errors.QueryCanceled("canceling statement due to timeout"))
+    assert is_store_outage(read_only) and is_store_outage(gone) and is_store_outage(timed_out)
+    assert not is_store_outage(unique)

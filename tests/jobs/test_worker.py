@@ -4,7 +4,9 @@ import os
 import subprocess
 import time
 
-from sqlalchemy import func, select, text
+from rq import Retry
+from rq.registry import ScheduledJobRegistry
+from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.exc import DBAPIError
 
 from core.config import PROJECT_ROOT
@@ -13,7 +15,8 @@ from core.queue import enqueue
 from core.queue_names import DEFAULT
 from desk.models import Tenant
 from desk.tenancy import create_tenant
-from tests.conftest import FLASK, process_env
+from jobs.worker import OUTAGE_RETRY_INTERVALS
+from tests.conftest import FLASK, free_port, process_env
 
 HERE = "tests.jobs.test_worker"
 
@@ -54,6 +57,16 @@ LONG_STATEMENT = {"postgresql": "SELECT pg_sleep(60)",
 def time_out_inside_a_query() -> None:
     """Outlive the timeout inside a statement the database is running."""
     db.session.execute(text(LONG_STATEMENT[db.engine.dialect.name]))
+
+
+def reach_a_database_that_is_away() -> None:
+    """Meet a real outage: a PostgreSQL that nothing serves (a closed loopback port)."""
+    with create_engine(f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/away").connect():
+        pass
+
+
+def fail_on_its_own() -> None:
+    raise ValueError("a fault of the job itself")
 
 
 def look() -> dict:
@@ -102,6 +115,22 @@ def test_a_query_cut_by_its_timeout_leaves_the_next_job_a_working_connection(app
     run_worker(app_config)
     assert cut.get_status(refresh=True) == "failed"
     assert after.return_value() == CLEAN
+
+
+def test_a_job_that_met_a_store_outage_is_tried_again_and_others_fail_or_keep_their_own_retry(app, app_config,
+                                                                                              redis_conn):
+    outage = enqueue(f"{HERE}.reach_a_database_that_is_away", queue_name=DEFAULT)
+    own_fault = enqueue(f"{HERE}.fail_on_its_own", queue_name=DEFAULT)
+    own_retry = enqueue(f"{HERE}.reach_a_database_that_is_away", queue_name=DEFAULT, retry=Retry(max=1, interval=[600]))
+    run_worker(app_config)
+    for job in (outage, own_fault, own_retry):
+        job.refresh()
+    assert outage.get_status() == "scheduled" and outage.retries_left == len(OUTAGE_RETRY_INTERVALS) - 1
+    scheduled_at = ScheduledJobRegistry(DEFAULT, connection=redis_conn).get_scheduled_time(outage)
+    assert abs((scheduled_at - outage.ended_at).total_seconds() - OUTAGE_RETRY_INTERVALS[0]) < 2
+    assert own_fault.get_status() == "failed" and own_fault.retries_left is None
+    assert own_retry.get_status() == "scheduled" and own_retry.retries_left == 0  # its own policy, not ours
+    assert ScheduledJobRegistry(DEFAULT, connection=redis_conn).get_scheduled_time(own_retry) > scheduled_at
 
 
 def _commands_per_job(redis_conn, worker) -> float:
