@@ -87,6 +87,9 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port)
+
     def start(self) -> "RedisServer":
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),

@@ -1,0 +1,100 @@
+"""PostgreSQL's own faults, on the suite's own cluster: a row lock held too long, a job cut by its
+timeout, and a database that refuses writes as a failed-over old primary does."""
+import json
+import subprocess
+import time
+
+import psycopg
+import pytest
+from sqlalchemy import text
+
+from core.config import PROJECT_ROOT
+from core.crypto import hmac_sha256_hex
+from core.db import db
+from core.queue import enqueue
+from core.queue_names import DEFAULT
+from desk.channels import create_channel
+from desk.tenancy import create_tenant
+from tests.conftest import FLASK, build_app
+from tests.faults.stores import host_env
+
+
+def inbound(client, channel_id, secret: str, message_id: str, customer: str = "c-1"):
+    """POST one signed inbound channel message, as the channel's server does."""
+    raw = json.dumps({"message_id": message_id, "text": "Where is my parcel?",
+                      "customer": {"external_id": customer, "name": "Fault Customer"}}).encode()
+    stamp = str(int(time.time()))
+    return client.post(f"/api/channels/{channel_id}/messages", data=raw, content_type="application/json",
+                       headers={"X-Channel-Timestamp": stamp,
+                                "X-Channel-Signature": "v1=" + hmac_sha256_hex(secret, stamp.encode() + b"." + raw)})
+
+
+@pytest.fixture
+def channel(faults_context):
+    tenant = create_tenant("Faults")
+    found, secret = create_channel(tenant.id, "Chat")
+    db.session.commit()
+    return found.id, secret
+
+
+def test_a_request_waits_on_a_row_lock_no_longer_than_the_statement_timeout(fault_config, fault_stores, channel):
+    postgres, _ = fault_stores
+    impatient = build_app({**fault_config, "DB_STATEMENT_TIMEOUT_SECONDS": 1.5}).test_client()
+    assert inbound(impatient, *channel, "m-1").status_code == 201
+    with psycopg.connect(f"host=127.0.0.1 port={postgres.port} user=postgres dbname=faults") as holder:
+        holder.execute("SELECT id FROM customer FOR UPDATE")  # held until this transaction ends
+        started = time.monotonic()
+        waited = inbound(impatient, *channel, "m-2")
+        seconds = time.monotonic() - started
+        assert waited.status_code == 503 and waited.get_json()["error"]["code"] == "service_unavailable"
+        assert waited.headers["Retry-After"] == "5"
+        assert 1.5 <= seconds < 5
+    assert inbound(impatient, *channel, "m-2").status_code == 201  # the sender's retry, lock gone
+    assert db.session.scalar(text("SELECT count(*) FROM message WHERE external_id = 'm-2'")) == 1
+
+
+def sleeping_statements(postgres) -> int:
+    return int(postgres.sql("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+                            "AND query LIKE 'SELECT pg_sleep(60)%'"))
+
+
+def test_a_job_cut_by_its_timeout_leaves_no_statement_running_at_the_server(fault_config, fault_stores,
+                                                                             faults_context, tmp_path):
+    postgres, server = fault_stores
+    cut = enqueue("tests.jobs.test_worker.time_out_inside_a_query", queue_name=DEFAULT, job_timeout=2)
+    env = host_env("worker", tmp_path, postgres.url, server.url)
+    worker = subprocess.run([*FLASK, "jobs", "worker", "--burst"], cwd=PROJECT_ROOT, env=env, timeout=60,
+                            capture_output=True)
+    assert worker.returncode == 0
+    assert cut.get_status(refresh=True) == "failed"  # its own timeout: failed, never retried
+    assert sleeping_statements(postgres) == 0
+
+
+def backends(postgres) -> set[int]:
+    """The server processes of the database's open connections (psql's own excepted)."""
+    return {int(pid) for pid in postgres.sql(
+        "SELECT pid FROM pg_stat_activity WHERE datname = 'faults' AND pid <> pg_backend_pid()").split()}
+
+
+def backend_pid() -> int:
+    """The server process of the connection the pool hands out next."""
+    pid = db.session.scalar(text("SELECT pg_backend_pid()"))
+    db.session.remove()
+    return pid
+
+
+def test_a_pool_on_a_database_refusing_writes_is_dropped_and_follows_it_when_it_takes_writes_again(
+        fault_app, fault_stores, channel):
+    postgres, _ = fault_stores
+    client = fault_app.test_client()
+    assert inbound(client, *channel, "m-1").status_code == 201
+    backend_pid()
+    pooled = backends(postgres)
+    postgres.read_only(True)  # what a failed-over old primary does, and keeps doing
+    refused = inbound(client, *channel, "m-2")
+    assert refused.status_code == 503 and refused.get_json()["error"]["code"] == "service_unavailable"
+    assert refused.headers["Retry-After"] == "5"
+    assert backend_pid() not in pooled  # every pooled connection was dropped: the next one is new
+    postgres.read_only(False)
+    assert inbound(client, *channel, "m-2").status_code == 201  # at once: no restart, no wait
+    assert db.session.scalar(text("SELECT count(*) FROM message WHERE external_id = 'm-2'")) == 1
