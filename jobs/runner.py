@@ -12,9 +12,14 @@ from werkzeug.utils import import_string
 from core.queue_names import RUNNER_QUEUES
 from core.redis_policy import refuse_evicting_redis
 from jobs.logs import FORMAT, LOG_LEVELS, keep_payloads_out_of_logs
+from jobs.steady import RidesOutRedis
 from studio.scripting.runner import sandbox
 
 ENTRY_POINT = "jobs.tasks.run_script"
+
+
+class RunnerWorker(RidesOutRedis, SimpleWorker):
+    """RQ's non-forking worker, riding out a Redis restart."""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     refuse_evicting_redis(connection, "the script runner")
     sandbox().process()  # start the sandbox before the first task arrives
     try:
-        SimpleWorker(list(RUNNER_QUEUES), connection=connection).work(
+        RunnerWorker(list(RUNNER_QUEUES), connection=connection).work(
             burst=options.burst, logging_level=options.log_level)
     finally:
         sandbox().close()

@@ -5,6 +5,7 @@ import logging
 import time
 
 from flask import Flask
+from redis.exceptions import RedisError
 from rq import SimpleWorker
 from rq.executions import Execution
 from rq.job import Job
@@ -13,6 +14,7 @@ from rq.queue import Queue
 from core.db import QUERY_CANCELED_SQLSTATE, db, is_store_outage, statement_timeout
 from core.egress import ca_bundle, tls_context
 from core.metrics import JOBS
+from jobs.steady import RidesOutRedis
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +25,7 @@ SUSPENSION_EVERY = 1.0  # seconds between looks at `rq suspend`
 OUTAGE_RETRY_INTERVALS = (5, 15, 30, 60, 120)
 
 
-class AppWorker(SimpleWorker):
+class AppWorker(RidesOutRedis, SimpleWorker):
     """Runs jobs in its own process (no work horse per job), each inside a new app context.
 
     Jobs share the process, so each gets its own `g` and database session, and the session is
@@ -41,15 +43,19 @@ class AppWorker(SimpleWorker):
     def heartbeat(self, timeout=None, pipeline=None):
         """RQ's worker heartbeat, at most every HEARTBEAT_EVERY seconds when it only renews the
         worker's key (RQ calls it three times per job; the key lives minutes), in one round trip;
-        a heartbeat with its own timeout or pipeline (a job's) always goes through."""
+        a heartbeat with its own timeout or pipeline (a job's) always goes through. A Redis that is
+        away is waited for (RidesOutRedis)."""
         if timeout is not None or pipeline is not None:
             return super().heartbeat(timeout, pipeline)
         if time.monotonic() - self._beaten_at < HEARTBEAT_EVERY:
             return None
         self._beaten_at = time.monotonic()
-        with self.connection.pipeline(transaction=False) as beat:
-            super().heartbeat(None, beat)
-            beat.execute()
+        try:
+            with self.connection.pipeline(transaction=False) as beat:
+                super().heartbeat(None, beat)
+                beat.execute()
+        except RedisError as error:
+            self._wait_for_redis("the heartbeat", error)
         return None
 
     def set_state(self, state, pipeline=None):
