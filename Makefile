@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 
 CATALOGS := $(patsubst %.po,%.mo,$(wildcard translations/*/LC_MESSAGES/messages.po))
 
-.PHONY: run test clean messages
+.PHONY: run test tools clean messages
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,16 +30,18 @@ messages: $(VENV)/.installed
 run: $(VENV)/.installed $(CATALOGS)
 	$(PY) -m jobs.launch
 
-# The browser tests drive Debian's Chromium (never a downloaded browser build): installed here as
-# root, else the one command to run is said at once.
-CHROMIUM := /usr/bin/chromium
+# What the suite runs besides Python, from Debian (never a downloaded build), as command:package:
+# Chromium for the browser tests, PostgreSQL and Redis servers for the fault suite. What is missing is
+# installed here as root, else the one command to run is said at once.
+TOOLS := chromium:chromium pg_createcluster:postgresql redis-server:redis-server
 
-$(CHROMIUM):
-	@[ "$$(id -u)" = 0 ] || { echo "Chromium is missing: run  sudo apt-get install -y chromium  then make test again" >&2; exit 1; }
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+tools:
+	@missing=; for t in $(TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
+	[ -z "$$missing" ] && exit 0; \
+	[ "$$(id -u)" = 0 ] || { printf 'Missing for make test; run this, then make test again:\n  sudo apt-get install -y%s\n' "$$missing" >&2; exit 1; }; \
+	echo "Installing$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null
 
-test: $(VENV)/.installed-dev $(CATALOGS) $(CHROMIUM)
+test: tools $(VENV)/.installed-dev $(CATALOGS)
 	$(PY) -m pytest
 
 clean:
