@@ -53,15 +53,17 @@ def _check_timing(cfg) -> None:
 def _wire(app: Flask) -> None:
     """Hand the lower layers what the higher ones offer, explicitly (nothing registers on import):
     the pages' language follows the desk user's saved choice; a metrics scrape reads the
-    scheduler's tick age; the desk's events go to the subscribers listed in `jobs.wiring`; the
-    studio generator also drafts the rules' preview kind; the workbench's thread explains automated
-    reassignments by the rules' own account of them; its side panel shows the studio's workbench
-    tools."""
+    scheduler's tick age and the clock lease; the desk's events go to the subscribers listed in
+    `jobs.wiring`; the studio generator also drafts the rules' preview kind; the workbench's thread
+    explains automated reassignments by the rules' own account of them; its side panel shows the
+    studio's workbench tools."""
     from desk.auth import saved_locale
     from desk.events import SUBSCRIBERS
     from desk.panels import PANELS
     from desk.timeline import EXPLAINER
+    from core.redis import get_redis
     from jobs import wiring
+    from jobs.clock import lease_readings
     from rules.explaining import explain
     from rules.drafts import RULE_PREVIEW
     from rules.scheduler import tick_age
@@ -69,7 +71,7 @@ def _wire(app: Flask) -> None:
     from studio.workbench_views import WorkbenchTools
 
     app.extensions[SAVED_LOCALE] = saved_locale
-    app.extensions[READINGS] = [tick_age]
+    app.extensions[READINGS] = [tick_age, lambda: lease_readings(get_redis())]
     app.extensions[SUBSCRIBERS] = wiring.subscribers
     app.extensions[DRAFT_KINDS] = {kind.name: kind for kind in (RULE_PREVIEW,)}
     app.extensions[EXPLAINER] = explain

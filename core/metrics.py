@@ -34,8 +34,8 @@ HTTP_REQUESTS = Counter("http_requests_total", "HTTP requests answered, by bluep
                         "status class.", ["blueprint", "route", "method", "status"], registry=REGISTRY)
 HTTP_SECONDS = Histogram("http_request_duration_seconds", "Time to answer an HTTP request, by blueprint and route "
                          "pattern.", ["blueprint", "route"], registry=REGISTRY)
-JOBS = Counter("rq_jobs_total", "RQ jobs by queue and event (started, finished, failed).", ["queue", "event"],
-               registry=REGISTRY)
+JOBS = Counter("rq_jobs_total", "RQ jobs by queue and event (started, finished, failed; abandoned: its worker "
+               "died with it started).", ["queue", "event"], registry=REGISTRY)
 DELIVERIES = Counter("deliveries_total", "Attempts of signed deliveries by outbox (webhook, reply), "
                      "outcome (delivered, retry, failed) and attempt number.", ["outbox", "outcome", "attempt"],
                      registry=REGISTRY)
@@ -53,6 +53,8 @@ RULE_COMMANDS = Counter("rule_commands_total", "Assignment commands by the recei
                         registry=REGISTRY)
 INBOUND_MESSAGES = Counter("inbound_messages_total", "Channel messages by outcome (accepted, replayed, refused).",
                            ["outcome"], registry=REGISTRY)
+UNAVAILABLE = Counter("unavailable_answers_total", "Answers 503 because a store was out of reach, restarting or "
+                      "refusing writes, by store (database, redis).", ["store"], registry=REGISTRY)
 LOGINS = Counter("login_attempts_total", "Refused console logins: failed (wrong e-mail or password) or throttled.",
                  ["outcome"], registry=REGISTRY)
 

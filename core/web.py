@@ -16,6 +16,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from core.api import ApiError, answer_unexpected, error_response, html_error, wants_json
 from core.db import db, is_store_outage
+from core.metrics import UNAVAILABLE
 from core.redis import redis_url
 
 csrf = CSRFProtect()
@@ -73,6 +74,7 @@ def _outage_answer(error: Exception, code: str):
     user is forgotten first, so the page itself reaches neither store again."""
     log.error("a store is out of reach (%s) on %s", type(error).__name__,
               request.url_rule.rule if request.url_rule is not None else "(no route)")
+    UNAVAILABLE.labels("redis" if isinstance(error, RedisError) else "database").inc()
     db.session.remove()  # its connection may be gone: the pool checks (pre-ping) before reuse
     g._login_user = current_app.login_manager.anonymous_user()
     headers = {"Retry-After": str(OUTAGE_RETRY_SECONDS)}

@@ -19,7 +19,9 @@ import signal
 import socket
 import time
 import uuid
+from collections.abc import Iterable
 
+from prometheus_client.core import GaugeMetricFamily, Metric
 from redis import Redis
 from redis.exceptions import RedisError, WatchError
 from rq import Queue
@@ -146,6 +148,16 @@ class Clock:
                 except (WatchError, RedisError):
                     pass  # it lapses by itself
             self.lease = None
+
+
+def lease_readings(connection: Redis) -> Iterable[Metric]:
+    """The lease as a scrape reads it (wired into /metrics by the app): seconds left on it (-1 when
+    no clock holds it) and its fencing number, which grows by one at every takeover."""
+    left, fence = connection.pttl(LEASE_KEY), connection.get(FENCE_KEY)
+    yield GaugeMetricFamily("clock_lease_seconds_left", "Seconds left on the clock lease; -1 when no clock holds it.",
+                            value=left / 1000 if left >= 0 else -1)
+    yield GaugeMetricFamily("clock_lease_fence", "The clock lease's fencing number: one more at every takeover.",
+                            value=int(fence or 0))
 
 
 def run(clock: Clock, stop: list, round_seconds: float = ROUND_SECONDS) -> None:

@@ -7,6 +7,7 @@ import time
 from flask import Flask
 from redis.exceptions import RedisError
 from rq import SimpleWorker
+from rq.exceptions import AbandonedJobError
 from rq.executions import Execution
 from rq.job import Job
 from rq.queue import Queue
@@ -37,6 +38,7 @@ class AppWorker(RidesOutRedis, SimpleWorker):
     def __init__(self, queues, *args, app: Flask, **kwargs):
         super().__init__(queues, *args, **kwargs)
         self.app = app
+        self.push_exc_handler(_count_abandoned)
 
     _beaten_at = _suspension_seen_at = float("-inf")
 
@@ -105,6 +107,14 @@ class AppWorker(RidesOutRedis, SimpleWorker):
             log.warning("job %s met a store outage (%s); it is tried again", job.id, type(error).__name__)
             job.retries_left, job.retry_intervals = len(OUTAGE_RETRY_INTERVALS), list(OUTAGE_RETRY_INTERVALS)
         return super().handle_exception(job, *exc_info)
+
+
+def _count_abandoned(job: Job, exc_type, exc_value, traceback) -> bool:
+    """RQ's registry cleanup found the job still started after its worker died: counted per queue
+    (rq_jobs_total{event="abandoned"}, the JobsAbandoned alert). The next handler runs too."""
+    if exc_type is AbandonedJobError:
+        JOBS.labels(job.origin, "abandoned").inc()
+    return True
 
 
 def end_session() -> None:

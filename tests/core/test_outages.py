@@ -10,6 +10,7 @@ from core.db import db, is_store_outage
 from core.web import OUTAGE_RETRY_SECONDS
 from openapi.apps import create_app as create_open_app
 from tests.conftest import build_app
+from tests.core.test_metrics import delta, scrape
 from tests.studio.conftest import ORIGIN
 
 AWAY = {"SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://studio@127.0.0.1:1/none",
@@ -40,6 +41,15 @@ def test_pages_answer_the_friendly_503_while_a_store_is_away(app_config, admin_c
     page = response.get_data(as_text=True)
     assert "Temporarily unavailable" in page and "service_unavailable" in page
     assert "Try again in a few seconds" in page
+
+
+@pytest.mark.parametrize(("store", "name"), [("SQLALCHEMY_DATABASE_URI", "database"), ("REDIS_URL", "redis")])
+def test_each_outage_answer_is_counted_by_store(app_config, admin_client, store, name):
+    before = scrape(admin_client)
+    _unavailable(_away(app_config, admin_client, store).get("/workbench"), "service_unavailable")
+    after = scrape(admin_client)
+    assert delta(before, after, "unavailable_answers_total", store=name) == 1
+    assert sum(delta(before, after, "unavailable_answers_total", store=other) for other in ("database", "redis")) == 1
 
 
 def test_an_htmx_request_keeps_its_region_while_a_store_is_away(app_config, admin_client):

@@ -7,6 +7,7 @@ from rq.registry import FailedJobRegistry, StartedJobRegistry
 
 from core.queue_names import DEFAULT
 from jobs.worker import AppWorker
+from tests.core.test_metrics import delta, scrape
 
 
 def _left_in_the_started_registry(redis_conn, job) -> StartedJobRegistry:
@@ -28,11 +29,14 @@ def test_a_finished_job_left_in_the_started_registry_is_neither_failed_nor_run_a
     assert queue.job_ids == []
 
 
-def test_a_job_still_started_when_its_worker_died_is_abandoned(app, redis_conn):
+def test_a_job_still_started_when_its_worker_died_is_abandoned_and_counted(app, client, redis_conn):
     queue = Queue(DEFAULT, connection=redis_conn)
     job = queue.enqueue("jobs.cron.tick")
     queue.pop_job_id()  # a worker took it and died running it
     job.set_status(JobStatus.STARTED)
-    _left_in_the_started_registry(redis_conn, job).cleanup()
+    _left_in_the_started_registry(redis_conn, job)
+    before = scrape(client)
+    AppWorker([queue], connection=redis_conn, app=app).clean_registries()  # as a worker's maintenance does
     assert job.get_status(refresh=True) == JobStatus.FAILED
     assert job.id in FailedJobRegistry(DEFAULT, connection=redis_conn).get_job_ids()
+    assert delta(before, scrape(client), "rq_jobs_total", queue=DEFAULT, event="abandoned") == 1

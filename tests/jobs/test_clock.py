@@ -15,6 +15,7 @@ from core.config import PROJECT_ROOT
 from core.queue_names import DEFAULT, WEBHOOKS
 from jobs.clock import CATCH_UP_SLOTS, LEASE_KEY, SLOT_KEY, Clock
 from tests.conftest import CLOCK
+from tests.core.test_metrics import scrape, value
 from tests.peers import Forwarder
 
 TICK, LEASE = 1, 3  # seconds, for the processes under test
@@ -131,6 +132,18 @@ def test_a_holder_that_lost_the_lease_while_paused_writes_nothing(app, redis_con
     assert paused.queue_ticks() == 0 and paused.move_delayed_jobs() == 0  # resumed with a stale lease
     assert _ticked_slots(redis_conn) == sorted(set(_ticked_slots(redis_conn)))
     assert redis_conn.lrange(Queue(WEBHOOKS, connection=redis_conn).key, 0, -1) == [delayed.id.encode()]
+
+
+def test_a_scrape_reads_the_lease_left_and_its_fence_growing_at_each_takeover(app, client, redis_conn, two):
+    first, second = two
+    before = scrape(client)
+    assert value(before, "clock_lease_seconds_left") == -1 and value(before, "clock_lease_fence") == 0
+    first.round()
+    held = scrape(client)
+    assert 0 < value(held, "clock_lease_seconds_left") <= LEASE and value(held, "clock_lease_fence") == 1
+    redis_conn.delete(LEASE_KEY)  # the holder died
+    second.round()
+    assert value(scrape(client), "clock_lease_fence") == 2
 
 
 def test_a_standby_never_queues(app, redis_conn, two):
