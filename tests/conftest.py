@@ -223,6 +223,27 @@ def process_env(app_config: dict) -> dict:
             "ENCRYPTION_KEY": app_config["ENCRYPTION_KEY"]}
 
 
+def egress_env(app) -> dict:
+    """The egress knobs the `receiver` fixture set on the app, for a real worker process's environment."""
+    return {name: str(app.config[name]) for name in ("EGRESS_ALLOW_CIDRS", "EGRESS_PORT", "EGRESS_CA_BUNDLE")}
+
+
+def worker_killed_once(app_config, reached, **env: str) -> None:
+    """Run a real `flask jobs worker --burst` and `kill -9` its process group once `reached()` holds
+    (a peer saw the job's request, so the job is mid-way): the job dies with it."""
+    worker = subprocess.Popen([*FLASK, "jobs", "worker", "--burst"], cwd=PROJECT_ROOT,
+                              env={**process_env(app_config), **env}, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not reached():
+            assert time.monotonic() < deadline, "the worker never reached the peer"
+            time.sleep(0.05)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=20)
+
+
 @pytest.fixture(scope="session")
 def runner(app_config):
     """A real script runner process (its own sandbox) serving the test Redis."""

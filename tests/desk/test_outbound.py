@@ -2,16 +2,21 @@
 workers, a real HTTPS receiver on loopback), the channels console page, and retry."""
 import json
 import uuid
+from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from rq import Queue
+from sqlalchemy import select, update
+
+from core.clock import utcnow
+from core.queue_names import WEBHOOKS
 
 from core.crypto import decrypt
 from core.db import db
 from desk import outbound
 from desk.channels import create_channel
 from desk.models import Channel, ChannelDelivery, ChannelDeliveryAttempt, Conversation, Customer
-from tests.conftest import csrf_from, seat
+from tests.conftest import csrf_from, egress_env, seat, worker_killed_once
 from tests.desk.test_composer import send
 from tests.desk.test_handling import HX, browser_of
 from tests.openapi.test_webhooks import verify, work
@@ -113,13 +118,6 @@ def test_a_failing_endpoint_ends_failed_after_the_webhook_schedule_and_retry_sen
 
 
 def test_the_sweeper_requeues_an_interrupted_reply_delivery(app, agent_client, chat, endpoint, receiver, redis_conn):
-    from datetime import timedelta
-
-    from rq import Queue
-    from sqlalchemy import update
-
-    from core.clock import utcnow
-    from core.queue_names import WEBHOOKS
     send(agent_client, chat, "eventually")
     Queue(WEBHOOKS, connection=redis_conn).empty()  # the worker died with the job
     db.session.execute(update(ChannelDelivery).values(next_attempt_at=utcnow() - timedelta(minutes=5)))
@@ -127,6 +125,20 @@ def test_the_sweeper_requeues_an_interrupted_reply_delivery(app, agent_client, c
     assert outbound.sweep() == 1
     work(redis_conn)
     assert [d.status for d in deliveries()] == ["delivered"] and len(receiver.received) == 1
+
+
+def test_a_worker_killed_mid_reply_delivery_delivers_it_again_under_the_same_id(app, app_config, agent_client, chat,
+                                                                                 endpoint, receiver, redis_conn):
+    receiver.answers.append((200, {}, b"too late", 30))  # the first attempt stalls: the worker dies in it
+    send(agent_client, chat, "cut short")
+    worker_killed_once(app_config, lambda: receiver.received, **egress_env(app))
+    assert [d.status for d in deliveries()] == ["pending"]
+    db.session.execute(update(ChannelDelivery).values(next_attempt_at=utcnow() - timedelta(minutes=5)))  # lease lapsed
+    db.session.commit()
+    assert outbound.sweep() == 1
+    work(redis_conn)
+    assert [d.status for d in deliveries()] == ["delivered"] and len(receiver.received) == 2
+    assert len({seen.headers["X-Service-Event-Id"] for seen in receiver.received}) == 1
 
 
 def test_the_outbound_secret_is_shown_once_and_stored_encrypted(admin_client, channel, endpoint):

@@ -2,9 +2,6 @@
 import hashlib
 import hmac
 import json
-import os
-import signal
-import subprocess
 import time
 import uuid
 from datetime import timedelta
@@ -15,13 +12,12 @@ from rq.registry import ScheduledJobRegistry
 from sqlalchemy import select, update
 
 from core.clock import utcnow
-from core.config import PROJECT_ROOT
 from core.db import db
 from core.queue_names import WEBHOOKS
 from openapi import webhooks
 from openapi.apps import revoke
 from openapi.models import WebhookAttempt, WebhookEvent
-from tests.conftest import FLASK, process_env
+from tests.conftest import egress_env, worker_killed_once
 
 
 @pytest.fixture
@@ -179,20 +175,8 @@ def test_a_worker_killed_mid_delivery_still_delivers(hooked, receiver, redis_con
     _, client, secret = hooked
     receiver.answers.append((200, {}, b"too late", 30))  # the first attempt stalls: the worker dies in it
     create(client)
-    env = {**process_env(app_config), "EGRESS_ALLOW_CIDRS": "127.0.0.0/8", "EGRESS_PORT": str(receiver.port),
-           "EGRESS_CA_BUNDLE": app.config["EGRESS_CA_BUNDLE"]}
-    worker = subprocess.Popen([*FLASK, "jobs", "worker", "--burst"], cwd=PROJECT_ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        for _ in range(300):
-            if receiver.received:
-                break
-            time.sleep(0.1)
-        assert len(receiver.received) == 1
-    finally:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=20)
-    assert the_event().status == "pending"
+    worker_killed_once(app_config, lambda: receiver.received, **egress_env(app))
+    assert len(receiver.received) == 1 and the_event().status == "pending"
     # Time passes beyond the attempt's lease; the tick's sweeper finds the interrupted delivery.
     db.session.execute(update(WebhookEvent).values(next_attempt_at=utcnow() - timedelta(minutes=5)))
     db.session.commit()

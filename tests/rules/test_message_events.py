@@ -16,10 +16,10 @@ from desk.channels import create_channel
 from desk.models import AiPointsEntry, AssignmentReceipt, Conversation, Member, Message
 from jobs import cron, wiring
 from jobs.worker import AppWorker
-from rules import execution, message_events
+from rules import execution, message_events, plans
 from rules.execution import command_key
 from rules.models import AutomationGrant, AutomationRun, AutomationRunItem
-from tests.conftest import seat
+from tests.conftest import seat, worker_killed_once
 from tests.desk.test_channels import payload, send
 from tests.rules.test_service import (KEYWORD, MESSAGE_EVENT, READ_ONLY, SCHEDULED, SEMANTIC, RulesApi,
                                       message_rule, semantic_rule, weekly_rule)
@@ -190,6 +190,26 @@ def test_a_model_failure_assigns_nothing(app, client, rules, tenant, agent, chan
     assert run_directly(tenant, data) == 0
     assert [item.reason for item in items()] == ["semantic_not_classified"]
     assert [run.status for run in runs()] == ["complete"] and receipts() == []
+
+
+def test_a_worker_killed_mid_run_leaves_it_failed_by_the_sweep_and_never_replayed(app, app_config, client, rules,
+                                                                                 tenant, agent, channel, model_server,
+                                                                                 redis_conn, monkeypatch):
+    publish(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
+    model_server.answer_json({"label": "billing", "confidence": 0.95}, delay=30)
+    data = inbound(client, channel, text="billing")
+    worker_killed_once(app_config, lambda: model_server.received, MODEL_BASE_URL=model_server.url,
+                       MODEL_NAME="test-model", MODEL_API_KEY="sk-test-key",
+                       **{switch: "1" for switch in SWITCHES})  # killed while the model is asked
+    assert [run.status for run in runs()] == ["running"]  # never marked successful
+    later = utcnow() + plans.STUCK_AFTER + timedelta(seconds=1)
+    monkeypatch.setattr(plans, "utcnow", lambda: later)
+    assert plans.sweep() == 1
+    assert [run.status for run in runs()] == ["failed"]
+    assert message_events.sweep() == 0  # the message has its run: not replayed
+    work(app, redis_conn)
+    assert conversation(data).assignee_member_id is None and receipts() == []
+    assert len(model_server.received) == 1
 
 
 # --- what never runs ----------------------------------------------------------------------------

@@ -22,7 +22,8 @@ from desk.models import MarketingDraft, OfficialAccount
 from studio import actions
 from studio.models import StudioActionBinding, StudioActionRun
 from studio.templates_market import TEMPLATES
-from tests.conftest import FLASK, LONG_WINDOW, csrf_from, customer_conversation, login, process_env, seat
+from tests.conftest import (FLASK, LONG_WINDOW, csrf_from, customer_conversation, egress_env, login, process_env, seat,
+                            worker_killed_once)
 from studio.apps import get_app
 from studio.workbench import add_to_workbench, open_entry, set_grants, submit
 from tests.studio.conftest import ORIGIN, sample_definition
@@ -377,6 +378,24 @@ def test_an_interrupted_send_awaits_verification_and_is_never_resent(api, acting
     found = the_run(run_id)
     assert (found.status, found.error) == ("awaiting_verification", "interrupted")
     assert receiver.received == [] and audit_of("studio.action_run")[0].summary["outcome"] == "awaiting_verification"
+
+
+def test_a_worker_killed_mid_send_awaits_verification_and_is_never_resent(app, app_config, api, acting, receiver,
+                                                                           redis_conn):
+    binding_id = bound(api, acting, receiver.url("localhost"))
+    record_id = save(api, acting, {"title": "A"})
+    receiver.answers.append((200, {}, b"too late", 30))  # the POST stalls: the worker dies in it
+    run_id = run(api, acting, record_id, binding_id).get_json()["data"]["run_id"]
+    worker_killed_once(app_config, lambda: receiver.received, **egress_env(app))
+    assert the_run(run_id).status == "sending"
+    long_ago = utcnow() - timedelta(seconds=actions.STUCK_SECONDS + 1)  # past the job's bound
+    db.session.execute(update(StudioActionRun).values(started_at=long_ago))
+    db.session.commit()
+    assert actions.sweep() == 1
+    work(redis_conn)
+    found = the_run(run_id)
+    assert (found.status, found.error) == ("awaiting_verification", "interrupted")
+    assert len(receiver.received) == 1  # sent once, never again
 
 
 def test_a_queued_run_whose_job_was_lost_is_queued_again_and_sent_once(api, acting, receiver, redis_conn):
