@@ -44,10 +44,15 @@ class Postgres:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/faults"
 
     def create(self) -> "Postgres":
+        """Make and start the cluster and its database; dropped again if that fails half-way."""
         _run("pg_createcluster", self.version, self.name, "-p", str(self.port), "--start",
              "-o", "fsync=off", "-o", "max_connections=200", "--", "--auth=trust")
-        self.wait_ready()
-        self.sql("CREATE DATABASE faults", database="postgres")
+        try:
+            self.wait_ready()
+            self.sql("CREATE DATABASE faults", database="postgres")
+        except BaseException:
+            self.drop()
+            raise
         return self
 
     def sql(self, statement: str, database: str = "faults") -> str:
@@ -72,7 +77,10 @@ class Postgres:
         self.sql("SELECT pg_reload_conf()", database="postgres")
 
     def drop(self) -> None:
-        subprocess.run(["pg_dropcluster", "--stop", self.version, self.name], capture_output=True)
+        """Stop and remove the cluster; a cluster that could not be removed is named on stderr."""
+        dropped = subprocess.run(["pg_dropcluster", "--stop", self.version, self.name], capture_output=True, text=True)
+        if dropped.returncode:
+            print(f"PostgreSQL cluster {self.version}/{self.name} was not dropped: {dropped.stderr}", file=sys.stderr)
 
 
 @dataclass
@@ -94,7 +102,7 @@ class RedisServer:
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
              "--save", "", "--appendonly", "yes", "--appendfsync", "no", "--maxmemory-policy", "noeviction"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 30
         while True:
@@ -109,7 +117,11 @@ class RedisServer:
         """Shut down as an operator does: the data is on disk, clients are cut."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(timeout=30)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
 ROLES = ("web", "worker-1", "worker-2", "runner", "clock")
@@ -166,8 +178,9 @@ class Host:
             time.sleep(0.1)
 
     def kill(self, role: str) -> None:
-        """kill -9: no handler runs, nothing is given up."""
-        self.processes[role].kill()
+        """kill -9 of the role's whole process group (a runner's sandbox too): no handler runs,
+        nothing is given up."""
+        os.killpg(self.processes[role].pid, signal.SIGKILL)
         self.processes[role].wait()
 
     def stop(self, role: str, timeout: float = 60) -> int:
