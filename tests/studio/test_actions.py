@@ -370,12 +370,7 @@ def test_an_interrupted_send_awaits_verification_and_is_never_resent(api, acting
     db.session.execute(update(StudioActionRun).values(status="sending", started_at=utcnow() - timedelta(seconds=30)))
     db.session.commit()
     assert actions.sweep() == 0  # still within the job's bound: maybe in flight
-    long_ago = utcnow() - timedelta(seconds=actions.STUCK_SECONDS + 1)
-    db.session.execute(update(StudioActionRun).values(started_at=long_ago))
-    db.session.commit()
-    assert actions.sweep() == 1
-    work(redis_conn)
-    found = the_run(run_id)
+    found = _swept_past_its_bound(run_id, redis_conn)
     assert (found.status, found.error) == ("awaiting_verification", "interrupted")
     assert receiver.received == [] and audit_of("studio.action_run")[0].summary["outcome"] == "awaiting_verification"
 
@@ -388,14 +383,20 @@ def test_a_worker_killed_mid_send_awaits_verification_and_is_never_resent(app, a
     run_id = run(api, acting, record_id, binding_id).get_json()["data"]["run_id"]
     worker_killed_once(app_config, lambda: receiver.received, **egress_env(app))
     assert the_run(run_id).status == "sending"
-    long_ago = utcnow() - timedelta(seconds=actions.STUCK_SECONDS + 1)  # past the job's bound
+    found = _swept_past_its_bound(run_id, redis_conn)
+    assert (found.status, found.error) == ("awaiting_verification", "interrupted")
+    assert len(receiver.received) == 1  # sent once, never again
+
+
+def _swept_past_its_bound(run_id: str, redis_conn) -> StudioActionRun:
+    """The run after time passed beyond the job's bound, the tick's sweep found it and a worker ran
+    what the sweep queued."""
+    long_ago = utcnow() - timedelta(seconds=actions.STUCK_SECONDS + 1)
     db.session.execute(update(StudioActionRun).values(started_at=long_ago))
     db.session.commit()
     assert actions.sweep() == 1
     work(redis_conn)
-    found = the_run(run_id)
-    assert (found.status, found.error) == ("awaiting_verification", "interrupted")
-    assert len(receiver.received) == 1  # sent once, never again
+    return the_run(run_id)
 
 
 def test_a_queued_run_whose_job_was_lost_is_queued_again_and_sent_once(api, acting, receiver, redis_conn):
