@@ -138,9 +138,9 @@ def _read_only_is_a_disconnect(context) -> None:
 @contextmanager
 def statement_timeout(seconds: float):
     """Connections checked out inside the block bound each statement to `seconds` on PostgreSQL
-    (0: no bound, for migrations). A job runs inside its own timeout, so a job that RQ cuts never
+    (0 or less: no bound, for migrations and jobs without a timeout). A job runs inside its own timeout, so a job that RQ cuts never
     leaves its statement running at the server."""
-    token = _STATEMENT_TIMEOUT.set(_milliseconds(seconds))
+    token = _STATEMENT_TIMEOUT.set(_milliseconds(max(seconds, 0)))  # RQ's -1: no timeout
     try:
         yield
     finally:
@@ -150,12 +150,19 @@ def statement_timeout(seconds: float):
 def is_store_outage(error: Exception) -> bool:
     """PostgreSQL or Redis out of reach or restarting, refusing writes as a failed-over old primary
     does (SQLSTATE 25006), or a statement cut by statement_timeout (a lock held too long): a
-    temporary outage, never a fault of the request or the job."""
+    temporary outage, never a fault of the request."""
     if isinstance(error, (RedisError, OperationalError)):
         return True
-    return isinstance(error, DBAPIError) and (
-        error.connection_invalidated
-        or getattr(error.orig, "sqlstate", None) in (READ_ONLY_SQLSTATE, QUERY_CANCELED_SQLSTATE))
+    return isinstance(error, DBAPIError) and (error.connection_invalidated or _sqlstate(error) == READ_ONLY_SQLSTATE)
+
+
+def cut_by_statement_timeout(error: Exception) -> bool:
+    """A statement PostgreSQL cancelled at statement_timeout (SQLSTATE 57014)."""
+    return isinstance(error, DBAPIError) and _sqlstate(error) == QUERY_CANCELED_SQLSTATE
+
+
+def _sqlstate(error: DBAPIError) -> str | None:
+    return getattr(error.orig, "sqlstate", None)
 
 
 @event.listens_for(Engine, "connect")

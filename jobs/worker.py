@@ -12,7 +12,7 @@ from rq.executions import Execution
 from rq.job import Job
 from rq.queue import Queue
 
-from core.db import QUERY_CANCELED_SQLSTATE, db, is_store_outage, statement_timeout
+from core.db import cut_by_statement_timeout, db, is_store_outage, statement_timeout
 from core.egress import ca_bundle, tls_context
 from core.metrics import JOBS
 from jobs.steady import RidesOutRedis
@@ -103,7 +103,7 @@ class AppWorker(RidesOutRedis, SimpleWorker):
         by the job's own timeout is the job's failure, as RQ's timeout is."""
         error = exc_info[1]
         if job.retries_left is None and isinstance(error, Exception) and is_store_outage(error) \
-                and getattr(getattr(error, "orig", None), "sqlstate", None) != QUERY_CANCELED_SQLSTATE:
+                and not cut_by_statement_timeout(error):
             log.warning("job %s met a store outage (%s); it is tried again", job.id, type(error).__name__)
             job.retries_left, job.retry_intervals = len(OUTAGE_RETRY_INTERVALS), list(OUTAGE_RETRY_INTERVALS)
         return super().handle_exception(job, *exc_info)
