@@ -1,5 +1,7 @@
 """The fault suite's own PostgreSQL cluster and redis-server (tests/faults/stores.py), made once per
 session and dropped at its end, and an app on them for the test process's own setup and checks."""
+import os
+
 import pytest
 from flask_migrate import upgrade
 
@@ -12,6 +14,9 @@ from tests.faults.stores import ENCRYPTION_KEY, SECRET_KEY, Postgres, RedisServe
 @pytest.fixture(scope="session")
 def fault_stores(tmp_path_factory):
     """(Postgres, RedisServer), both empty but for the schema the migrations build."""
+    if os.geteuid() != 0:  # never skipped: said at once instead of a failing pg_createcluster
+        pytest.fail("tests/faults makes its own PostgreSQL cluster with pg_createcluster, which needs root: "
+                    "run make test as root, as CI does")
     postgres = Postgres().create()
     server = RedisServer(tmp_path_factory.mktemp("fault-redis")).start()
     try:
