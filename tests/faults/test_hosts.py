@@ -38,6 +38,7 @@ class Outcome:
     at: float
     kind: str
     status: int | str  # the HTTP status, or "refused" (nothing listening) or "cut" (no answer)
+    seconds: float  # how long it took
 
 
 @dataclass
@@ -99,11 +100,12 @@ class Load:
         name, send = item
         for attempt in range(10 ** 4):
             host = self.hosts[attempt % len(self.hosts)]
+            sent = time.monotonic()
             try:
                 status = send(host.base).status_code
             except requests.ConnectionError as error:
                 status = "refused" if "refused" in str(error).lower() else "cut"
-            self.outcomes.append(Outcome(time.monotonic(), kind, status))
+            self.outcomes.append(Outcome(time.monotonic(), kind, status, time.monotonic() - sent))
             if status in (200, 201):
                 acknowledged.append(name)
                 return
@@ -124,13 +126,14 @@ class Fault:
 
     def cost(self, load: Load, until: float) -> str:
         """One line: the 503s the load met from the fault's start until `until` (the next fault's
-        start), its other failed tries (refused connections while a web restarted), how soon it
-        wrote again."""
+        start), its slowest answer (a request that waited the outage out), its other failed tries
+        (refused connections while a web restarted), how soon it wrote again."""
         seen = [o for o in load.outcomes if self.started <= o.at < until]
         unavailable = [o.at for o in seen if o.status == 503]
         span = (max(unavailable) - min(unavailable)) if unavailable else 0.0
         others = Counter(o.status for o in seen if o.status not in (200, 201, 503))
-        return (f"{self.name:28s} 503s {len(unavailable):3d} over {span:5.1f} s; "
+        slowest = max((o.seconds for o in seen), default=0.0)
+        return (f"{self.name:28s} 503s {len(unavailable):3d} over {span:5.1f} s; slowest answer {slowest:4.1f} s; "
                 f"other failed tries {dict(others) or 0}; recovered in "
                 f"{'-' if self.recovered is None else f'{self.recovered:.1f} s'}")
 
