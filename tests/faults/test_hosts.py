@@ -1,10 +1,11 @@
 """Two hosts (web, two workers, runner and clock each, as real processes) on the suite's own
-PostgreSQL and Redis, under a bounded mixed load of inbound channel messages and Open API records
-with webhooks, through every fault production brings: a worker killed mid-job, PostgreSQL restarting
-and refusing writes, Redis restarting, the clock's lease holder killed, and a rolling restart of
-every process. Afterwards every acknowledged write is stored exactly once, every webhook event is
-delivered at least once under one event id, nothing answered 500 and every process is running.
-What each fault cost is printed."""
+PostgreSQL and Redis, under a bounded mixed load (inbound channel messages that a message-triggered
+keyword rule assigns, Open API records with webhooks, Studio records and their http actions) through
+every fault production brings: workers killed mid-job, PostgreSQL restarting and refusing writes,
+Redis restarting, the clock's lease holder killed, and a rolling restart of every process.
+Afterwards every acknowledged write is stored exactly once, every webhook event is delivered at
+least once under one event id, no record action is sent twice, no conversation is assigned twice,
+nothing answered 500 and every process is running. What each fault cost is printed."""
 import json
 import threading
 import time
@@ -24,11 +25,17 @@ from desk.tenancy import create_tenant
 from jobs.clock import LEASE_KEY, SLOT_KEY
 from openapi.apps import create_app as create_open_app
 from openapi.models import WebhookEvent
+from tests.conftest import login, seat
 from tests.faults.stores import ROLES, Host, host_env
 from tests.peers import HttpsReceiver
+from tests.rules.test_message_events import SWITCHES, publish
+from tests.rules.test_service import KEYWORD, MESSAGE_EVENT, RulesApi, message_rule
+from tests.studio.conftest import ConsoleApi
+from tests.studio.test_actions import action_definition, bound
 
 APPLICATIONS = 4  # Open API applications sharing the load: each may write 60 records a minute
 TICK, LEASE = 2, 5  # the clocks' seconds, shortened so a lost lease shows within the suite's time
+ACKNOWLEDGED = (200, 201, 202)
 
 
 @dataclass
@@ -48,11 +55,12 @@ class Load:
     message id or Idempotency-Key, so each item is acknowledged once in the end."""
 
     hosts: list
-    channel: tuple
-    tokens: list
+    desk: "Desk"
     outcomes: list = field(default_factory=list)
     messages: list = field(default_factory=list)  # acknowledged message ids
-    records: list = field(default_factory=list)  # acknowledged Idempotency-Keys
+    records: list = field(default_factory=list)  # acknowledged Idempotency-Keys of Open API records
+    studio: list = field(default_factory=list)  # acknowledged idempotency keys of Studio records
+    actions: list = field(default_factory=list)  # records whose action run was acknowledged
     stopping: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> "Load":
@@ -68,16 +76,18 @@ class Load:
         for n in range(10 ** 6):
             if self.stopping.is_set():
                 return
-            if n % 2:
+            if n % 3 == 0:
+                self._until_acknowledged("message", self._message(n), self.messages)
+            elif n % 3 == 1:
                 self._until_acknowledged("record", self._record(n), self.records)
             else:
-                self._until_acknowledged("message", self._message(n), self.messages)
-            time.sleep(0.2)
+                self._studio_record_and_action(n)
+            time.sleep(0.15)
 
     def _message(self, n: int):
-        channel_id, secret = self.channel
+        channel_id, secret = self.desk.channel
         message_id = f"m-{n}"
-        raw = json.dumps({"message_id": message_id, "text": "Where is my parcel?",
+        raw = json.dumps({"message_id": message_id, "text": "A refund, please: where is my parcel?",
                           "customer": {"external_id": f"c-{n % 20}", "name": "Fault Customer"}}).encode()
 
         def send(base: str):
@@ -89,32 +99,69 @@ class Load:
         return message_id, send
 
     def _record(self, n: int):
-        key, token = str(uuid.uuid4()), self.tokens[n % len(self.tokens)]
+        key, token = str(uuid.uuid4()), self.desk.tokens[n % len(self.desk.tokens)]
 
         def send(base: str):
             return requests.post(f"{base}/api/v1/open/records", json={"data": {"n": n}}, timeout=30, headers={
                 "Authorization": f"Bearer {token}", "Idempotency-Key": key, "Connection": "close"})
         return key, send
 
-    def _until_acknowledged(self, kind: str, item, acknowledged: list) -> None:
+    def _console(self, path: str, body: dict):
+        """A POST of the administrator's browser (the session cookie, same-origin) to a host."""
+        def send(base: str):
+            return requests.post(f"{base}/api/extensions{path}", json=body, timeout=30, headers={
+                "Origin": base, "Cookie": f"session={self.desk.session}", "Connection": "close"})
+        return send
+
+    def _studio_record_and_action(self, n: int) -> None:
+        """A Studio record; every fourth also runs its http action once acknowledged (about ten a
+        minute: a tenant may run 20)."""
+        key, app_id = str(uuid.uuid4()), self.desk.studio_app
+        send = self._console(f"/{app_id}/records", {"version": 1, "input": {"title": f"Order {n}", "notes": "n"},
+                                                    "idempotency_key": key})
+        answer = self._until_acknowledged("studio record", (key, send), self.studio)
+        if answer is None or n % 12 != 2:
+            return
+        record_id = answer.json()["data"]["record_id"]
+        run = self._console(f"/{app_id}/actions", {"operation": "run", "version": 1, "record_id": record_id,
+                                                   "action_key": "crm", "binding_id": self.desk.binding,
+                                                   "confirm": True})
+        self._until_acknowledged("action run", (record_id, run), self.actions)
+
+    def _until_acknowledged(self, kind: str, item, acknowledged: list):
+        """Send until a 2xx; the answer, or None when given up on a surprise."""
         name, send = item
         for attempt in range(10 ** 4):
             host = self.hosts[attempt % len(self.hosts)]
-            sent = time.monotonic()
+            sent, answer = time.monotonic(), None
             try:
-                status = send(host.base).status_code
+                answer = send(host.base)
+                status = answer.status_code
             except requests.ConnectionError as error:
                 status = "refused" if "refused" in str(error).lower() else "cut"
             self.outcomes.append(Outcome(time.monotonic(), kind, status, time.monotonic() - sent))
-            if status in (200, 201):
+            if status in ACKNOWLEDGED:
                 acknowledged.append(name)
-                return
+                return answer
             if status == 429:
                 time.sleep(1)
             elif status in (503, "refused", "cut"):
                 time.sleep(0.25)
             else:  # a 500 or any other surprise: counted, and the item given up
-                return
+                return None
+        return None
+
+
+@dataclass
+class Desk:
+    """What the load writes to: a channel (id, secret), Open API tokens, a Studio application with
+    its http action bound to the receiver, and the administrator's session cookie."""
+
+    channel: tuple
+    tokens: list
+    studio_app: str
+    binding: str
+    session: str
 
 
 @dataclass
@@ -131,7 +178,7 @@ class Fault:
         seen = [o for o in load.outcomes if self.started <= o.at < until]
         unavailable = [o.at for o in seen if o.status == 503]
         span = (max(unavailable) - min(unavailable)) if unavailable else 0.0
-        others = Counter(o.status for o in seen if o.status not in (200, 201, 503))
+        others = Counter(o.status for o in seen if o.status not in (*ACKNOWLEDGED, 503))
         slowest = max((o.seconds for o in seen), default=0.0)
         return (f"{self.name:28s} 503s {len(unavailable):3d} over {span:5.1f} s; slowest answer {slowest:4.1f} s; "
                 f"other failed tries {dict(others) or 0}; recovered in "
@@ -142,7 +189,7 @@ def _first_acknowledged_after(load: Load, since: float, deadline: float = 60) ->
     """Seconds from `since` to the load's first acknowledged write after it."""
     end = time.monotonic() + deadline
     while time.monotonic() < end:
-        done = [o.at for o in load.outcomes if o.at >= since and o.status in (200, 201)]
+        done = [o.at for o in load.outcomes if o.at >= since and o.status in ACKNOWLEDGED]
         if done:
             return min(done) - since
         time.sleep(0.05)
@@ -172,25 +219,17 @@ def test_two_hosts_lose_nothing_and_do_nothing_twice_through_every_fault(fault_a
     bundle = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(bundle))
     egress = {"EGRESS_ALLOW_CIDRS": "127.0.0.0/8", "EGRESS_PORT": str(receiver.port), "EGRESS_CA_BUNDLE": str(bundle)}
-    for name, value in {**egress, "EGRESS_PORT": receiver.port}.items():
+    for name, value in {**egress, "EGRESS_PORT": receiver.port, **dict.fromkeys(SWITCHES, True)}.items():
         monkeypatch.setitem(fault_app.config, name, value)
-    tenant_id = create_tenant("Faults").id
-    channel, secret = create_channel(tenant_id, "Chat")
-    channel_id = channel.id
-    db.session.commit()
-    tokens = []
-    for n in range(APPLICATIONS):
-        tokens.append(create_open_app(tenant_id, None, f"Partner {n}", ["app.records.write"],
-                                      receiver.url("localhost")).token)
-        db.session.commit()
-    db.session.remove()  # no connection of this process lives through the faults
+    desk = _desk(fault_app, receiver)
     hosts = []
     for name in ("host-a", "host-b"):
         root = tmp_path / name
         root.mkdir()
         hosts.append(Host(name, root, host_env(name, root, postgres.url, server.url, CLOCK_TICK_SECONDS=str(TICK),
-                                               CLOCK_LEASE_SECONDS=str(LEASE), **egress)).start_all())
-    load, faults, rolling_exits = Load(hosts, (channel_id, secret), tokens).start(), [], {}
+                                               CLOCK_LEASE_SECONDS=str(LEASE), **egress,
+                                               **dict.fromkeys(SWITCHES, "1"))).start_all())
+    load, faults, rolling_exits = Load(hosts, desk).start(), [], {}
     redis_client = server.client()
     try:
         time.sleep(4)
@@ -264,21 +303,35 @@ def test_two_hosts_lose_nothing_and_do_nothing_twice_through_every_fault(fault_a
         for host in hosts:
             host.stop_all()
 
-    delivered = Counter(json.loads(r.body)["id"] for r in receiver.received)
+    delivered = Counter(json.loads(r.body)["id"] for r in receiver.received if r.path == "/hook")
+    sent_actions = Counter(r.headers["x-service-action-id"] for r in receiver.received if r.path == "/action")
     with capsys.disabled():  # printed in every run, make test's included
         print("\nfault suite: what each fault cost")
         for each, following in zip(faults, [*faults[1:], None]):
             print("  " + each.cost(load, following.started if following else float("inf")))
         print(f"  deliveries {sum(delivered.values())} of {len(events)} events "
-              f"(redelivered {sum(delivered.values()) - len(delivered)}); writes acknowledged: "
-              f"{len(load.messages)} messages, {len(load.records)} records")
+              f"(redelivered {sum(delivered.values()) - len(delivered)}); action POSTs {sum(sent_actions.values())} "
+              f"for {len(load.actions)} runs; writes acknowledged: {len(load.messages)} messages, "
+              f"{len(load.records)} Open API records, {len(load.studio)} Studio records")
 
-    assert not [o for o in load.outcomes if o.status not in (200, 201, 429, 503, "refused")], "a request failed"
+    assert not [o for o in load.outcomes if o.status not in (*ACKNOWLEDGED, 429, 503, "refused")], "a request failed"
     stored = dict(db.session.execute(text(
         "SELECT external_id, count(*) FROM message WHERE external_id IS NOT NULL GROUP BY external_id")).all())
     assert load.messages and all(stored.get(message) == 1 for message in load.messages)
     keys = Counter(str(key) for key in db.session.scalars(text("SELECT idempotency_key FROM open_record")))
     assert load.records and all(keys[key] == 1 for key in load.records)
+    keys = Counter(str(key) for key in db.session.scalars(text("SELECT idempotency_key FROM studio_record")))
+    assert load.studio and all(keys[key] == 1 for key in load.studio)
+    runs = dict(db.session.execute(text("SELECT record_id, status FROM studio_action_run")).all())
+    assert load.actions and {str(record) for record in runs} == set(load.actions)  # one run per record
+    assert max(sent_actions.values()) == 1  # no record action sent twice
+    assert set(runs.values()) <= {"accepted", "sending", "awaiting_verification"}  # "sending": cut by a kill
+    triggered = db.session.execute(text("SELECT count(*) FROM automation_run WHERE message_id IS NOT NULL "
+                                        "GROUP BY rule_id, message_id")).scalars().all()
+    assert triggered and max(triggered) == 1  # one run per message
+    applied = db.session.execute(text("SELECT count(*) FROM assignment_receipt WHERE status = 'applied' "
+                                      "GROUP BY conversation_id")).scalars().all()
+    assert applied and max(applied) == 1  # each conversation assigned once: no receipt applied twice
     assert set(delivered) == {str(event) for event in events}  # every event delivered, under its one id
     assert sum(delivered.values()) > len(delivered)  # the delivery cut short was sent again, same id
     every_role = {host.name: {role: True for role in ROLES} for host in hosts}
@@ -288,16 +341,44 @@ def test_two_hosts_lose_nothing_and_do_nothing_twice_through_every_fault(fault_a
     assert ready == {host.name: 200 for host in hosts}
 
 
+def _desk(fault_app, receiver: HttpsReceiver) -> Desk:
+    """The tenant the load writes to, made through the services and the console API in this process:
+    a channel, Open API applications with webhooks, a live Studio application whose http action is
+    bound to the receiver, and a published message-triggered keyword rule assigning to an agent."""
+    tenant = create_tenant("Faults")
+    admin, agent = seat(tenant, "admin"), seat(tenant, "agent")
+    channel, secret = create_channel(tenant.id, "Chat")
+    db.session.commit()
+    desk_ids = (tenant.id, channel.id, admin.user.email)
+    tokens = []
+    for n in range(APPLICATIONS):
+        tokens.append(create_open_app(desk_ids[0], None, f"Partner {n}", ["app.records.write"],
+                                      receiver.url("localhost")).token)
+        db.session.commit()
+    browser = fault_app.test_client()
+    login(browser, desk_ids[2])
+    api = ConsoleApi(browser)
+    studio_app = api.create(action_definition())
+    assert api.simulate(studio_app).status_code == 200 and api.publish(studio_app).status_code == 200
+    binding = bound(api, studio_app, receiver.url("localhost", "/action"))
+    publish(RulesApi(browser), message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    db.session.remove()  # no connection of this process lives through the faults
+    return Desk((desk_ids[1], secret), tokens, studio_app, binding, browser.get_cookie("session").value)
+
+
 def _wait_for_every_delivery(receiver: HttpsReceiver, deadline: float) -> list:
     """The ids of every webhook event, once each is recorded delivered (the one cut short by a
-    killed worker too, sent again once its lease lapsed) and the receiver has seen each."""
+    killed worker too, sent again once its lease lapsed) and the receiver has seen each, and no
+    action run waits to be sent."""
     end = time.monotonic() + deadline
     while True:
         db.session.remove()
         events = dict(db.session.execute(select(WebhookEvent.id, WebhookEvent.status)).all())
-        seen = {json.loads(r.body)["id"] for r in receiver.received}
+        seen = {json.loads(r.body)["id"] for r in receiver.received if r.path == "/hook"}
         missing = {str(event) for event, status in events.items() if status != "delivered"} | (
             {str(event) for event in events} - seen)
+        missing |= set(db.session.scalars(text("SELECT CAST(id AS text) FROM studio_action_run "
+                                               "WHERE status = 'queued'")))
         if not missing:
             return list(events)
         assert time.monotonic() < end, f"{len(missing)} of {len(events)} events not delivered"
