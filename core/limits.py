@@ -16,21 +16,16 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 from flask import current_app, has_app_context
 
-log = logging.getLogger(__name__)
+from core.redis import SERVER_NOW, run_script
 
-# Shared prologue: server time in whole microseconds.
-_NOW_US = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-"""
+log = logging.getLogger(__name__)
 
 # KEYS[1] key prefix; ARGV[1] window seconds.  The per-window key is built
 # here because its index depends on server time, which the client cannot
@@ -49,24 +44,24 @@ return {count, window_end - sec}
 """
 
 # KEYS[1] zset; ARGV: limit, window microseconds, member.
-_ROLLING_RESERVE = _NOW_US + """
+_ROLLING_RESERVE = SERVER_NOW + """
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_us - window)
 local used = redis.call('ZCARD', KEYS[1])
 if used < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('ZADD', KEYS[1], now_us, ARGV[3])
   redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
   return {1, used + 1, 0}
 end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
-local wait = math.ceil((tonumber(oldest) + window - now) / 1000000)
+local wait = math.ceil((tonumber(oldest) + window - now_us) / 1000000)
 return {0, used, math.max(1, wait)}
 """
 
 # KEYS[1] zset; ARGV[1] window microseconds.  Read-only: counts live entries.
-_ROLLING_USAGE = _NOW_US + """
-return redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[1]) + 1, '+inf')
+_ROLLING_USAGE = SERVER_NOW + """
+return redis.call('ZCOUNT', KEYS[1], now_us - tonumber(ARGV[1]) + 1, '+inf')
 """
 
 # Keeps the semaphore key alive a second past its latest lease, so idle
@@ -77,37 +72,32 @@ redis.call('PEXPIREAT', KEYS[1], math.floor(tonumber(latest) / 1000) + 1000)
 """
 
 # KEYS[1] zset of token -> lease expiry; ARGV: limit, lease us, token.
-_SEM_ACQUIRE = _NOW_US + """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+_SEM_ACQUIRE = SERVER_NOW + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_us)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
   return 0
 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('ZADD', KEYS[1], now_us + tonumber(ARGV[2]), ARGV[3])
 """ + _SEM_EXTEND_KEY + """
 return 1
 """
 
 # KEYS[1] zset; ARGV: lease us, token.  Expired leases are purged first so
 # a lease that already ran out cannot be revived.
-_SEM_REFRESH = _NOW_US + """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+_SEM_REFRESH = SERVER_NOW + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_us)
 if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
   return 0
 end
-redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[2])
+redis.call('ZADD', KEYS[1], 'XX', now_us + tonumber(ARGV[1]), ARGV[2])
 """ + _SEM_EXTEND_KEY + """
 return 1
 """
 
 # KEYS[1] zset.  Read-only: counts leases that have not expired yet.
-_SEM_HOLDERS = _NOW_US + """
-return redis.call('ZCOUNT', KEYS[1], now + 1, '+inf')
+_SEM_HOLDERS = SERVER_NOW + """
+return redis.call('ZCOUNT', KEYS[1], now_us + 1, '+inf')
 """
-
-
-def _run(conn: redis.Redis, source: str, keys: Sequence[str], args: Sequence[object]) -> Any:
-    """Run a Lua script atomically on ``conn``."""
-    return conn.register_script(source)(keys=list(keys), args=list(args))
 
 
 def _require_positive(name: str, value: float) -> None:
@@ -151,7 +141,7 @@ def hit_fixed_window(conn: redis.Redis, key: str, limit: int, window: int = 60) 
     """Count one hit in the current server-time window and say if it is allowed."""
     window = window_seconds(window)
     _require_positive("window", window)
-    count, reset_after = _run(conn, _FIXED_WINDOW, [f"limit:fw:{key}"], [window])
+    count, reset_after = run_script(conn, _FIXED_WINDOW, [f"limit:fw:{key}"], [window])
     return WindowResult(
         allowed=count <= limit,
         count=count,
@@ -165,14 +155,14 @@ def reserve_rolling(conn: redis.Redis, key: str, limit: int, window: int = 86400
     _require_positive("window", window)
     # The member only has to be unique; the score carries the time.
     args = [limit, window * 1_000_000, uuid.uuid4().hex]
-    allowed, used, retry_after = _run(conn, _ROLLING_RESERVE, [f"limit:roll:{key}"], args)
+    allowed, used, retry_after = run_script(conn, _ROLLING_RESERVE, [f"limit:roll:{key}"], args)
     return QuotaResult(allowed=bool(allowed), used=used, retry_after=retry_after)
 
 
 def rolling_usage(conn: redis.Redis, key: str, window: int = 86400) -> int:
     """Return how many reservations currently fall inside the rolling window."""
     _require_positive("window", window)
-    return _run(conn, _ROLLING_USAGE, [f"limit:roll:{key}"], [window * 1_000_000])
+    return run_script(conn, _ROLLING_USAGE, [f"limit:roll:{key}"], [window * 1_000_000])
 
 
 class SemaphoreBusy(Exception):
@@ -194,7 +184,7 @@ class Semaphore:
 
     def _try_acquire(self, token: str) -> bool:
         """Make one atomic attempt to take a slot for ``token``."""
-        return bool(_run(self.conn, _SEM_ACQUIRE, [self.key], [self.limit, self._lease_us, token]))
+        return bool(run_script(self.conn, _SEM_ACQUIRE, [self.key], [self.limit, self._lease_us, token]))
 
     def acquire(self, timeout: float = 0, poll: float = 0.05) -> str | None:
         """Take a slot, waiting up to ``timeout`` seconds; return its token or None."""
@@ -217,11 +207,11 @@ class Semaphore:
 
     def refresh(self, token: str) -> bool:
         """Extend ``token``'s lease by ``lease`` seconds; False if it was already lost."""
-        return bool(_run(self.conn, _SEM_REFRESH, [self.key], [self._lease_us, token]))
+        return bool(run_script(self.conn, _SEM_REFRESH, [self.key], [self._lease_us, token]))
 
     def holders(self) -> int:
         """Return the number of slots currently held by unexpired leases."""
-        return _run(self.conn, _SEM_HOLDERS, [self.key], [])
+        return run_script(self.conn, _SEM_HOLDERS, [self.key], [])
 
     @contextmanager
     def hold(self, timeout: float = 0) -> Iterator[str]:

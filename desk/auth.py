@@ -15,7 +15,7 @@ from core.api import ApiError
 from core.db import db
 from core.i18n import LOCALE_SESSION_KEY, current_locale, locale_of
 from core.metrics import LOGINS
-from core.redis import NOW_MS, get_redis, run_script
+from core.redis import SERVER_NOW, get_redis, run_script
 from desk.forms import AccountForm, ChangePasswordForm, LoginForm, LogoutForm, SelectTenantForm
 from desk.handoff import redeem_link_token
 from desk.models import User
@@ -36,19 +36,19 @@ FAILURES_PER_ADDRESS = 100
 # KEYS: failure sets; ARGV: window ms, each key's limit, the attempt's id. Returns 0 with the
 # attempt counted, or the ms until every key is under its limit again (until the failure that put
 # it at its limit leaves the window), counting nothing.
-_BEGIN_ATTEMPT = NOW_MS + """
+_BEGIN_ATTEMPT = SERVER_NOW + """
 local window, wait = tonumber(ARGV[1]), 0
 for i, key in ipairs(KEYS) do
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms - window)
   local count, limit = redis.call('ZCARD', key), tonumber(ARGV[i + 1])
   if count >= limit then
     local oldest = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')[2]
-    wait = math.max(wait, tonumber(oldest) + window - now)
+    wait = math.max(wait, tonumber(oldest) + window - now_ms)
   end
 end
 if wait > 0 then return wait end
 for _, key in ipairs(KEYS) do
-  redis.call('ZADD', key, now, ARGV[#ARGV])
+  redis.call('ZADD', key, now_ms, ARGV[#ARGV])
   redis.call('PEXPIRE', key, window)
 end
 return 0
@@ -69,7 +69,7 @@ def begin_login_attempt(email: str) -> tuple[str, int]:
     """
     attempt = uuid.uuid4().hex
     window = int(current_app.config["LOGIN_FAILURE_WINDOW"].total_seconds() * 1000)
-    wait_ms = run_script(_BEGIN_ATTEMPT, _failure_keys(email),
+    wait_ms = run_script(get_redis(), _BEGIN_ATTEMPT, _failure_keys(email),
                          [window, FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, attempt])
     return attempt, math.ceil(wait_ms / 1000)
 

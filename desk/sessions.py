@@ -15,7 +15,7 @@ from core.api import ApiError, wants_json
 from core.guards import SAFE_METHODS, require_same_origin
 from core.db import db
 from core.i18n import LOCALE_SESSION_KEY
-from core.redis import NOW_MS, get_redis, run_script
+from core.redis import SERVER_NOW, get_redis, run_script
 from desk.models import Member, Tenant, User
 
 CONSOLE, IMPERSONATION, ASSISTANT = "console", "impersonation", "assistant"
@@ -30,9 +30,9 @@ SESSION_KEY = "session:"
 USER_SESSIONS_KEY = "user-sessions:"
 
 # KEYS: session, user set; ARGV: user id, credential, lifetime ms, idle ms, digest, key prefix.
-_OPEN = NOW_MS + """
+_OPEN = SERVER_NOW + """
 local lifetime, idle = tonumber(ARGV[3]), tonumber(ARGV[4])
-redis.call('HSET', KEYS[1], 'user', ARGV[1], 'credential', ARGV[2], 'deadline', now + lifetime)
+redis.call('HSET', KEYS[1], 'user', ARGV[1], 'credential', ARGV[2], 'deadline', now_ms + lifetime)
 redis.call('PEXPIRE', KEYS[1], math.min(idle, lifetime))
 for _, digest in ipairs(redis.call('SMEMBERS', KEYS[2])) do
   if redis.call('EXISTS', ARGV[6] .. digest) == 0 then redis.call('SREM', KEYS[2], digest) end
@@ -41,10 +41,10 @@ redis.call('SADD', KEYS[2], ARGV[5])
 redis.call('PEXPIRE', KEYS[2], lifetime)
 """
 # KEYS: session; ARGV: user id, idle ms. Returns the credential of a live session of that user.
-_RESUME = NOW_MS + """
+_RESUME = SERVER_NOW + """
 local user, credential, deadline = unpack(redis.call('HMGET', KEYS[1], 'user', 'credential', 'deadline'))
 if user ~= ARGV[1] then return false end
-local left = tonumber(deadline) - now
+local left = tonumber(deadline) - now_ms
 if left <= 0 then
   redis.call('DEL', KEYS[1])
   return false
@@ -99,7 +99,7 @@ def start_session(user: User, session_type: str, tenant_id: uuid.UUID | None = N
         session[LOCALE_SESSION_KEY] = language
     session_id = secrets.token_urlsafe(32)
     digest = _digest(session_id)
-    run_script(_OPEN, [SESSION_KEY + digest, f"{USER_SESSIONS_KEY}{user.id}"],
+    run_script(get_redis(), _OPEN, [SESSION_KEY + digest, f"{USER_SESSIONS_KEY}{user.id}"],
                [str(user.id), _credential(user), _ms(current_app.permanent_session_lifetime),
                 _ms(current_app.config["SESSION_IDLE_TIMEOUT"]), digest, SESSION_KEY])
     login_user(user)
@@ -126,7 +126,7 @@ def _live_user(user_id: uuid.UUID) -> User | None:
         return None
     key = SESSION_KEY + _digest(session_id)
     idle = _ms(current_app.config["SESSION_IDLE_TIMEOUT"])
-    credential = run_script(_RESUME, [key], [str(user_id), idle])
+    credential = run_script(get_redis(), _RESUME, [key], [str(user_id), idle])
     if credential is None:
         return None
     user = _load_user_and_seat(user_id, session.get("tenant_id"))
@@ -198,7 +198,7 @@ def end_session() -> None:
 
 def end_user_sessions(user_id: uuid.UUID) -> int:
     """End every live session of a user, on every device and of every kind; returns how many."""
-    return run_script(_END_ALL, [f"{USER_SESSIONS_KEY}{user_id}"], [SESSION_KEY])
+    return run_script(get_redis(), _END_ALL, [f"{USER_SESSIONS_KEY}{user_id}"], [SESSION_KEY])
 
 
 def session_type() -> str | None:
