@@ -119,7 +119,6 @@ def applied_receipts(conversation: Conversation) -> list[AssignmentReceipt]:
 # conversation is never overwritten and a command racing itself is applied once.
 
 OPEN_RECEIPT_STATES = ("pending", "sending", "uncertain")  # the adapter may still decide these
-FINAL_RECEIPT_STATES = ("applied", "state_changed", "rejected", "command_conflict", "cancelled")
 RECEIPTS = CreateOnce(AssignmentReceipt, ("command_key", "conversation_id"))
 
 

@@ -20,7 +20,6 @@ EXECUTION_MODES = ("plan_only", "scheduled", "message_event")
 TRIGGERS = ("weekly", "manual_sample", "message_received")
 RUN_KINDS = ("manual", "scheduled", "message_event")
 RUN_STATES = ("queued", "running", "complete", "partial", "cancelled", "failed", "missed")
-SCHEDULE_EXECUTION_STATES = ("queued", "skipped")
 
 
 class RuleTenantUsage(TenantAppCount, Base):
