@@ -66,48 +66,40 @@ def _macros():
     return current_app.jinja_env.get_template("studio/_workbench.html").module
 
 
-_KEPT = 512  # versions (and grant sets) whose rendering a process keeps; all are dropped past it
+_KEPT = 512  # versions whose blank form fields a process keeps; all are dropped past it
 _BLANK_FIELDS: dict[tuple[uuid.UUID, str], Markup] = {}  # a version's empty form fields, per language
-_SKELETONS: dict[tuple[uuid.UUID, frozenset, bool, str], str] = {}  # a version's tool with stand-ins, per
-# grants, whether the session may change them, language
-# Stand-ins for what changes per request: random per process, so no definition or customer text
-# can hold one. What replaces them is a UUID, a CSRF token, or HTML the macros escaped.
-_SLOT = uuid.uuid4().hex
-CONVERSATION, CSRF, KEY, SHARED, NOTICE = (f"{_SLOT}-{name}" for name in ("c", "t", "k", "s", "n"))
 
 
-def _kept(cache: dict, key, render):
-    """`cache[key]`, rendered on first use (immutable versions never go stale)."""
-    found = cache.get(key)
+def _blank_fields(entry: workbench.RunEntry, prefix: str) -> Markup:
+    """The version's empty form fields in the request's language, rendered once per process (a
+    version never changes, and they hold nothing of the request)."""
+    key = (entry.version_id, current_locale())
+    found = _BLANK_FIELDS.get(key)
     if found is None:
-        if len(cache) >= _KEPT:
-            cache.clear()
-        found = cache[key] = render()
+        if len(_BLANK_FIELDS) >= _KEPT:
+            _BLANK_FIELDS.clear()
+        found = _BLANK_FIELDS[key] = _macros().blank_fields(entry.definition, prefix)
     return found
 
 
 def _record_form(entry: workbench.RunEntry, conversation_id: object, csrf: str, key: object, **state) -> Markup:
     """The tool's form: empty, or as submitted with what was wrong."""
     prefix = f"wb-{str(entry.app_id)[:8]}"  # the ids of its fields, unique among the page's tools
-    blank = _kept(_BLANK_FIELDS, (entry.version_id, current_locale()),
-                  lambda: _macros().blank_fields(entry.definition, prefix))
-    return _macros().record_form(entry, conversation_id, csrf, key, blank, prefix, **state)
+    return _macros().record_form(entry, conversation_id, csrf, key, _blank_fields(entry, prefix), prefix, **state)
 
 
 def _tool(entry: workbench.RunEntry, member: Member, conversation: Conversation, csrf: str,
           notice: str | None = None) -> Markup:
-    """One application's tool for the conversation: the data sharing, the shared items of this
-    conversation's customer (read only when something is shared), the form with a new
-    idempotency key (a new form instance), the intent button."""
-    items, editable = entry.granted, not restricted_session()
-    skeleton = _kept(_SKELETONS, (entry.version_id, items, editable, current_locale()), lambda: str(_macros().tool(
-        entry, items, editable, ITEM_LABELS, _record_form(entry, CONVERSATION, CSRF, KEY), CONVERSATION, CSRF,
-        SHARED, NOTICE)))
-    shared = _macros().shared_data(entry.app_id, workbench.shared_profile(conversation.customer, items),
-                                   ITEM_LABELS, COPY_LABELS) if items else ""
-    html = (skeleton.replace(CONVERSATION, str(conversation.id)).replace(CSRF, csrf).replace(KEY, str(uuid.uuid4()))
-            .replace(NOTICE, _macros().notice(notice) if notice else "").replace(SHARED, shared))
-    return Markup(html)  # the skeleton and the shared data are the macros' escaped output
+    """One application's tool for the conversation, rendered by the template's macros (which
+    escape everything they are given): the data sharing, the shared items of this conversation's
+    customer (read only when something is shared), the form with a new idempotency key (a new form
+    instance), the intent button."""
+    macros, items = _macros(), entry.granted
+    shared = macros.shared_data(entry.app_id, workbench.shared_profile(conversation.customer, items), ITEM_LABELS,
+                                COPY_LABELS) if items else ""
+    return macros.tool(entry, items, not restricted_session(), ITEM_LABELS,
+                       _record_form(entry, conversation.id, csrf, uuid.uuid4()), conversation.id, csrf, shared,
+                       macros.notice(notice) if notice else "")
 
 
 def _used_in() -> tuple[Member, Conversation, int]:
