@@ -84,8 +84,8 @@ def main() -> None:
         tenant_id, ids = tenant.id, [row.id for row in rows]
         db.session.expunge_all()  # no loaded objects to expire at each commit, in either action
         table = Conversation.__table__
-        plain_update = update(table).where(table.c.id == bindparam("b_id"), table.c.tenant_id == tenant_id) \
-            .values(assignee_member_id=bindparam("b_member"))  # a Core UPDATE, as the adapter's
+        plain_update = update(table).where(table.c.id == bindparam("p_conversation"), table.c.tenant_id == tenant_id) \
+            .values(assignee_member_id=bindparam("p_member"))  # a Core UPDATE, as the adapter's
 
         def queue(key: str, member_id) -> None:
             found = db.session.execute(select(*Conversation.__table__.c).where(
@@ -105,15 +105,15 @@ def main() -> None:
 
         def plain(member_id) -> None:
             for conversation_id in ids:
-                db.session.connection().execute(plain_update, {"b_id": conversation_id, "b_member": member_id})
+                db.session.connection().execute(plain_update, {"p_conversation": conversation_id, "p_member": member_id})
                 db.session.commit()
 
         def three_round_trips(member_id) -> None:  # a read and two writes per commit, no logic
             for conversation_id in ids:
                 execute = db.session.connection().execute
                 execute(select(literal(1))).scalar()
-                execute(plain_update, {"b_id": conversation_id, "b_member": member_id})
-                execute(plain_update, {"b_id": conversation_id, "b_member": member_id})
+                execute(plain_update, {"p_conversation": conversation_id, "p_member": member_id})
+                execute(plain_update, {"p_conversation": conversation_id, "p_member": member_id})
                 db.session.commit()
 
         def timed(action, *args) -> float:

@@ -138,8 +138,8 @@ def _read_only_is_a_disconnect(context) -> None:
 @contextmanager
 def statement_timeout(seconds: float):
     """Connections checked out inside the block bound each statement to `seconds` on PostgreSQL
-    (0 or less: no bound, for migrations and jobs without a timeout). A job runs inside its own timeout, so a job that RQ cuts never
-    leaves its statement running at the server."""
+    (0 or less: no bound, for migrations and jobs without a timeout). A job runs inside its own
+    timeout, so a job that RQ cuts never leaves its statement running at the server."""
     token = _STATEMENT_TIMEOUT.set(_milliseconds(max(seconds, 0)))  # RQ's -1: no timeout
     try:
         yield
@@ -186,6 +186,24 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
         cursor.close()
 
 
+POSTGRESQL = "postgresql"  # the dialect whose statements may do in one what others do in steps
+
+
+def prepared(build):
+    """The one way to hand-build Core statements on a hot path: `build(…, dialect)` runs once per
+    arguments and dialect and is kept (building them costs more than running them). The rules:
+    bind parameters are named `p_<what>`, so none is taken for a column's own parameter of an
+    INSERT or UPDATE; the dialect is an explicit argument, and callers branch on its name
+    (`POSTGRESQL`), never on which statements a builder returned; each builder's docstring names
+    the guarantee its statements rely on (a row lock, a compare-and-swap, an upsert)."""
+    return cache(build)
+
+
+def upsert_insert(dialect: str):
+    """The dialect's INSERT with ON CONFLICT (PostgreSQL's or SQLite's), for `prepared` builders."""
+    return postgresql.insert if dialect == POSTGRESQL else sqlite.insert
+
+
 WROTE = "wrote"  # Session.info flag: this transaction has written (flushed or executed DML)
 
 
@@ -212,7 +230,7 @@ def step_connection():
     statement, atomic by itself, so it runs in autocommit: one round trip, without BEGIN and
     COMMIT; elsewhere the step is a transaction its caller commits."""
     conn = db.engine.connect()
-    return conn.execution_options(isolation_level="AUTOCOMMIT") if conn.dialect.name == "postgresql" else conn
+    return conn.execution_options(isolation_level="AUTOCOMMIT") if conn.dialect.name == POSTGRESQL else conn
 
 
 def end_reads() -> None:
@@ -226,15 +244,15 @@ def end_reads() -> None:
     session.rollback()
 
 
-@cache
+@prepared
 def _insert_unless_present(model, unique: tuple[str, ...], dialect: str):
     """INSERT … ON CONFLICT (unique) DO NOTHING RETURNING the row's columns, built once per model.
+    Relies on the unique index: a concurrent twin waits for the first insert's transaction.
 
     A Core statement on the model's table: the ORM's bulk-insert path that would return an
     object costs a seventh of an inbound message's Python work (docs/benchmarks.md)."""
-    dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     table = model.__table__
-    return dialect_insert(table).on_conflict_do_nothing(index_elements=unique).returning(*table.c)
+    return upsert_insert(dialect)(table).on_conflict_do_nothing(index_elements=unique).returning(*table.c)
 
 
 def insert_unless_present(model, unique: tuple[str, ...], values: dict) -> Row | None:

@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
 from types import SimpleNamespace
 
 from flask import current_app
@@ -25,7 +24,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from core.clock import utcnow
 from core.config import require_shorter
 from core.crypto import decrypt_cached, hmac_sha256_hex
-from core.db import db, step_connection
+from core.db import POSTGRESQL, db, prepared, step_connection
 from core.egress import EgressFailed, EgressRefused, post
 from core.metrics import DELIVERIES
 from core.queue import enqueue
@@ -133,12 +132,13 @@ class Claim:
     secret_encrypted: str | None
 
 
-@cache
+@prepared
 def _statements(outbox: Outbox, dialect: str) -> SimpleNamespace:
-    """Every statement of an attempt on this database, built once (Core, bind parameters named
-    `p_…` so none is taken for a column): building them costs more than running them. On
-    PostgreSQL the claim (with the in-flight attempt row) and the outcome are one statement each,
-    through data-modifying CTEs; elsewhere they are steps in one transaction."""
+    """Every statement of an attempt on this database (`prepared`). The claim is a compare-and-swap
+    on the event's `attempts` while it is `pending` and due, so two jobs of one event never both
+    attempt; a failed outcome moves only a still pending event. On PostgreSQL the claim (with the
+    in-flight attempt row) and the outcome are one statement each, through data-modifying CTEs;
+    elsewhere they are steps in one transaction."""
     event, target, attempt = outbox.events, outbox.targets, outbox.attempts
     url, secret = target.c[outbox.url].label("url"), target.c[outbox.secret].label("secret")
     pending = update(event).where(event.c.id == bindparam("p_event"), event.c.status == "pending")
@@ -149,8 +149,9 @@ def _statements(outbox: Outbox, dialect: str) -> SimpleNamespace:
                 "failed": pending.values(status="failed", finished_at=bindparam("p_now")),
                 "retry": pending.values(next_attempt_at=bindparam("p_next"))}
     read = (select(event.c.tenant_id, event.c.status, event.c.attempts, event.c.body, url, secret)
-            .join_from(event, target, target.c.id == event.c[outbox.target_key]).where(event.c.id == bindparam("p_event")))
-    if dialect != "postgresql":
+            .join_from(event, target, target.c.id == event.c[outbox.target_key])
+            .where(event.c.id == bindparam("p_event")))
+    if dialect != POSTGRESQL:
         return SimpleNamespace(read=read, claim=pending.where(
             event.c.attempts == bindparam("p_seen"), event.c.next_attempt_at <= bindparam("p_due"))
             .values(attempts=bindparam("p_number"), next_attempt_at=bindparam("p_lease")),
@@ -179,8 +180,9 @@ def _claim(outbox: Outbox, conn, event_id: uuid.UUID) -> Claim | str:
     Not before the event's next attempt is due (RQ schedules in whole seconds, hence the slack),
     and never past the last attempt: a stray retry chain cannot add attempts or hurry them.
     """
-    sql, now, attempt_id = _statements(outbox, conn.dialect.name), utcnow(), uuid.uuid4()
-    if hasattr(sql, "claim_in_one"):
+    dialect, now, attempt_id = conn.dialect.name, utcnow(), uuid.uuid4()
+    sql = _statements(outbox, dialect)
+    if dialect == POSTGRESQL:
         claimed = conn.execute(sql.claim_in_one, {
             "p_event": event_id, "p_last": len(retry_intervals()), "p_due": now + SCHEDULE_SLACK,
             "p_lease": now + _lease(), "p_attempt": attempt_id, "p_now": now}).one_or_none()
@@ -196,7 +198,7 @@ def _claim(outbox: Outbox, conn, event_id: uuid.UUID) -> Claim | str:
         conn.execute(sql.failed, {"p_event": event_id, "p_now": now})
         conn.commit()
         return "not claimed"
-    if hasattr(sql, "claim_in_one"):
+    if dialect == POSTGRESQL:
         return "not claimed"  # not due yet, or a twin claimed it
     claimed = conn.execute(sql.claim, {"p_event": event_id, "p_seen": found.attempts, "p_due": now + SCHEDULE_SLACK,
                                        "p_number": found.attempts + 1, "p_lease": now + _lease()})

@@ -4,16 +4,14 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass
-from functools import cache
 
 from sqlalchemy import Row, bindparam, case, func, insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
 from core.api import ApiError
 from core.clock import utcnow
 from core.crypto import decrypt_cached, encrypt, hmac_sha256_hex
-from core.db import db
+from core.db import db, prepared, upsert_insert
 from core.once import CreateOnce
 from core.text import storable
 from desk.models import Channel, Conversation, Customer, Message, Tenant
@@ -32,18 +30,18 @@ _CUSTOMER, _CONVERSATION = Customer.__table__, Conversation.__table__
 _ACTIVE_CHANNEL = (
     select(_CHANNEL.c.id, _CHANNEL.c.tenant_id, _CHANNEL.c.secret_encrypted)
     .join(_TENANT, _TENANT.c.id == _CHANNEL.c.tenant_id)
-    .where(_CHANNEL.c.id == bindparam("channel_id"), _CHANNEL.c.active.is_(True), _TENANT.c.active.is_(True)))
+    .where(_CHANNEL.c.id == bindparam("p_channel"), _CHANNEL.c.active.is_(True), _TENANT.c.active.is_(True)))
 # The customer's latest conversation on the channel gets the activity (and reopens when it was
 # resolved) in one UPDATE; `updated_at` moves by the column's own onupdate.
 _LATEST_CONVERSATION = (
     select(_CONVERSATION.c.id)
-    .where(_CONVERSATION.c.customer_id == bindparam("customer"),
-           _CONVERSATION.c.channel_id == bindparam("channel"))
+    .where(_CONVERSATION.c.customer_id == bindparam("p_customer"),
+           _CONVERSATION.c.channel_id == bindparam("p_channel"))
     .order_by(_CONVERSATION.c.created_at.desc()).limit(1).scalar_subquery())
 _TOUCH_CONVERSATION = (
     update(_CONVERSATION).where(_CONVERSATION.c.id == _LATEST_CONVERSATION)
     .values(status=case((_CONVERSATION.c.status == "resolved", "open"), else_=_CONVERSATION.c.status),
-            last_activity_at=bindparam("now"))
+            last_activity_at=bindparam("p_now"))
     .returning(_CONVERSATION.c.id))
 _NEW_CONVERSATION = insert(_CONVERSATION)
 
@@ -119,15 +117,15 @@ def parse_inbound(body: dict) -> Inbound:
 
 def find_channel(channel_id: uuid.UUID) -> Row | None:
     """The channel's id, tenant and encrypted secret, while the channel and its tenant are active."""
-    return db.session.execute(_ACTIVE_CHANNEL, {"channel_id": channel_id}).first()
+    return db.session.execute(_ACTIVE_CHANNEL, {"p_channel": channel_id}).first()
 
 
-@cache
+@prepared
 def _upsert_customer(dialect: str) -> Insert:
     """INSERT the customer, or ON CONFLICT (tenant_id, external_id) refresh its contact data;
     RETURNING its id. Either way the row stays locked until the transaction ends, like
     SELECT … FOR UPDATE, in one statement. `updated_at` moves only when the contact changed."""
-    statement = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(_CUSTOMER)
+    statement = upsert_insert(dialect)(_CUSTOMER)
     new, old = statement.excluded, _CUSTOMER.c
     contact = {"name": new.name, "phone": func.coalesce(new.phone, old.phone),
                "email": func.coalesce(new.email, old.email)}
@@ -155,7 +153,7 @@ def _open_conversation(channel: Row, customer_id: uuid.UUID) -> uuid.UUID:
     """The customer's conversation on this channel, reopened if resolved, or a new one (its id)."""
     now = utcnow()
     found = db.session.execute(_TOUCH_CONVERSATION, {
-        "customer": customer_id, "channel": channel.id, "now": now}).scalar()
+        "p_customer": customer_id, "p_channel": channel.id, "p_now": now}).scalar()
     if found is not None:
         return found
     conversation_id = uuid.uuid4()

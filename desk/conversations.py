@@ -168,8 +168,8 @@ def queue_commands(tenant_id: uuid.UUID, command_key: str,
 # The adapter's own statements, built once (Core statements on the tables: a command is three
 # small statements and a commit, so building them per call would cost a third of its time).
 _RECEIPT, _CONVERSATION = AssignmentReceipt.__table__, Conversation.__table__
-_THE_RECEIPT = (_RECEIPT.c.tenant_id == bindparam("b_tenant_id"), _RECEIPT.c.command_key == bindparam("b_command_key"),
-                _RECEIPT.c.conversation_id == bindparam("b_conversation_id"))
+_THE_RECEIPT = (_RECEIPT.c.tenant_id == bindparam("p_tenant"), _RECEIPT.c.command_key == bindparam("p_command_key"),
+                _RECEIPT.c.conversation_id == bindparam("p_conversation"))
 _READ_RECEIPT = select(_RECEIPT.c.status, _RECEIPT.c.target_member_id, _RECEIPT.c.snapshot).where(*_THE_RECEIPT)
 
 
@@ -177,25 +177,25 @@ _READ_RECEIPT = select(_RECEIPT.c.status, _RECEIPT.c.target_member_id, _RECEIPT.
 def _move_receipt(before: tuple[str, ...]) -> Update:
     """The receipt's conditional move out of the `before` states (a fixed list, no expanding IN)."""
     return update(_RECEIPT).where(*_THE_RECEIPT, _RECEIPT.c.status.in_([literal(state) for state in before])) \
-        .values(status=bindparam("new_status"), reason=bindparam("new_reason"), updated_at=bindparam("now"))
+        .values(status=bindparam("p_status"), reason=bindparam("p_reason"), updated_at=bindparam("p_now"))
 
 
 # The compare-and-swap: only while tenant, status, assignee, bot and the update time (to the
 # microsecond) are as snapshotted. The table's UPDATE moves `updated_at` (its `changed_time`).
 _ASSIGN_IF_UNCHANGED = update(_CONVERSATION).where(
-    _CONVERSATION.c.id == bindparam("b_conversation_id"), _CONVERSATION.c.tenant_id == bindparam("b_tenant_id"),
-    _CONVERSATION.c.status == bindparam("seen_status"),
-    _CONVERSATION.c.assignee_member_id.is_not_distinct_from(bindparam("seen_assignee")),
-    _CONVERSATION.c.bot_active == bindparam("seen_bot_active"),
-    _CONVERSATION.c.updated_at == bindparam("seen_updated_at"),
-).values(assignee_member_id=bindparam("target"))
+    _CONVERSATION.c.id == bindparam("p_conversation"), _CONVERSATION.c.tenant_id == bindparam("p_tenant"),
+    _CONVERSATION.c.status == bindparam("p_seen_status"),
+    _CONVERSATION.c.assignee_member_id.is_not_distinct_from(bindparam("p_seen_assignee")),
+    _CONVERSATION.c.bot_active == bindparam("p_seen_bot_active"),
+    _CONVERSATION.c.updated_at == bindparam("p_seen_updated_at"),
+).values(assignee_member_id=bindparam("p_target"))
 
 
 # Another command planned from the same state of the conversation and applied: the two raced.
 _RACED_BY_ANOTHER_COMMAND = select(_RECEIPT.c.id).where(
-    _RECEIPT.c.tenant_id == bindparam("b_tenant_id"), _RECEIPT.c.conversation_id == bindparam("b_conversation_id"),
-    _RECEIPT.c.command_key != bindparam("b_command_key"), _RECEIPT.c.status == literal("applied"),
-    _RECEIPT.c.snapshot["updated_at"].as_string() == bindparam("seen_updated_at")).limit(1)
+    _RECEIPT.c.tenant_id == bindparam("p_tenant"), _RECEIPT.c.conversation_id == bindparam("p_conversation"),
+    _RECEIPT.c.command_key != bindparam("p_command_key"), _RECEIPT.c.status == literal("applied"),
+    _RECEIPT.c.snapshot["updated_at"].as_string() == bindparam("p_seen_updated_at")).limit(1)
 
 
 def _why_changed(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID, seen: dict,
@@ -205,8 +205,8 @@ def _why_changed(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.U
     planned from the very same state of the conversation, was applied first; else
     `state_changed` (a person, the desk or a command planned from another state changed it)."""
     raced = execute(_RACED_BY_ANOTHER_COMMAND, {
-        "b_tenant_id": tenant_id, "b_conversation_id": conversation_id, "b_command_key": command_key,
-        "seen_updated_at": seen["updated_at"]}).first()
+        "p_tenant": tenant_id, "p_conversation": conversation_id, "p_command_key": command_key,
+        "p_seen_updated_at": seen["updated_at"]}).first()
     return "state_changed" if raced is None else "command_conflict"
 
 
@@ -214,7 +214,7 @@ def _read_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.
                   execute=None) -> Row:
     """The committed receipt's columns (past the identity map); 404 not_found when there is none."""
     found = (execute or db.session.execute)(_READ_RECEIPT, {
-        "b_tenant_id": tenant_id, "b_command_key": command_key, "b_conversation_id": conversation_id}).first()
+        "p_tenant": tenant_id, "p_command_key": command_key, "p_conversation": conversation_id}).first()
     if found is None:
         raise ApiError("not_found", 404)
     return found
@@ -224,8 +224,8 @@ def _set_receipt(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.U
                  before: tuple[str, ...], status: str, reason: str | None = None, execute=None) -> bool:
     """Move the receipt from one of the `before` states to `status` with one conditional UPDATE."""
     return (execute or db.session.execute)(_move_receipt(before), {
-        "b_tenant_id": tenant_id, "b_command_key": command_key, "b_conversation_id": conversation_id,
-        "new_status": status, "new_reason": reason, "now": utcnow()}).rowcount == 1
+        "p_tenant": tenant_id, "p_command_key": command_key, "p_conversation": conversation_id,
+        "p_status": status, "p_reason": reason, "p_now": utcnow()}).rowcount == 1
 
 
 def _assign_if_unchanged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, target: uuid.UUID,
@@ -233,10 +233,10 @@ def _assign_if_unchanged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, targe
     """Reassign the conversation to `target` only while it is exactly as `seen` (a snapshot)."""
     assignee = seen["assignee_member_id"]
     return (execute or db.session.execute)(_ASSIGN_IF_UNCHANGED, {
-        "b_conversation_id": conversation_id, "b_tenant_id": tenant_id, "target": target,
-        "seen_status": seen["status"], "seen_assignee": None if assignee is None else uuid.UUID(assignee),
-        "seen_bot_active": bool(seen["bot_active"]),
-        "seen_updated_at": datetime.fromisoformat(seen["updated_at"])}).rowcount == 1
+        "p_conversation": conversation_id, "p_tenant": tenant_id, "p_target": target,
+        "p_seen_status": seen["status"], "p_seen_assignee": None if assignee is None else uuid.UUID(assignee),
+        "p_seen_bot_active": bool(seen["bot_active"]),
+        "p_seen_updated_at": datetime.fromisoformat(seen["updated_at"])}).rowcount == 1
 
 
 def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID) -> str:

@@ -3,13 +3,11 @@ the tenant's size: the list reads its page of rows with their customer, assignee
 and the reader's unread mark together; the poll answers from the (tenant, updated_at) index."""
 import uuid
 from datetime import datetime
-from functools import cache
 
 from sqlalchemy import Select, and_, bindparam, func, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from core.clock import utcnow
-from core.db import db
+from core.db import db, prepared, upsert_insert
 from desk.models import Conversation, ConversationRead, Customer, Member, Message
 
 STATUSES = ("open", "pending", "resolved")
@@ -19,8 +17,8 @@ PREVIEW_CHARACTERS = 120
 CHANGES_LIMIT = 100  # the poll names at most this many changed conversations (the list refreshes anyway)
 
 _CONVERSATION = Conversation.__table__
-_TENANT = bindparam("tenant", type_=Conversation.tenant_id.type)
-_MEMBER = bindparam("member", type_=Conversation.assignee_member_id.type)
+_TENANT = bindparam("p_tenant", type_=Conversation.tenant_id.type)
+_MEMBER = bindparam("p_member", type_=Conversation.assignee_member_id.type)
 
 
 def _list_statement(status: str, view: str) -> Select:
@@ -49,25 +47,25 @@ _LISTS = {(status, view): _list_statement(status, view) for status in STATUSES f
 # The poll's statement on the table itself (Core, no ORM entity).
 _CHANGES = (select(_CONVERSATION.c.id, _CONVERSATION.c.updated_at)
             .where(_CONVERSATION.c.tenant_id == _TENANT,
-                   _CONVERSATION.c.updated_at > bindparam("since", type_=_CONVERSATION.c.updated_at.type))
+                   _CONVERSATION.c.updated_at > bindparam("p_since", type_=_CONVERSATION.c.updated_at.type))
             .order_by(_CONVERSATION.c.updated_at.desc()).limit(CHANGES_LIMIT))
 # The tenant's newest change stamp: where a page's poll starts, and what the session check reads for
 # the poll (as a column of its own statement, whose bind parameter `tenant_id` is the seat's).
 _LATEST_CHANGE = (select(func.max(_CONVERSATION.c.updated_at))
-                  .where(_CONVERSATION.c.tenant_id == bindparam("tenant_id")))
+                  .where(_CONVERSATION.c.tenant_id == bindparam("p_tenant")))
 LATEST_CHANGE_PROBE = _LATEST_CHANGE.scalar_subquery().label("probe")
 
 
 def list_conversations(tenant_id: uuid.UUID, member_id: uuid.UUID, status: str, view: str) -> list:
     """A page of the tenant's conversations in one status and view (mine, unassigned, all), most
     recent activity first, with customer name, assignee name, last public message and unread mark."""
-    return list(db.session.execute(_LISTS[status, view], {"tenant": tenant_id, "member": member_id}))
+    return list(db.session.execute(_LISTS[status, view], {"p_tenant": tenant_id, "p_member": member_id}))
 
 
-@cache
+@prepared
 def _read_mark(dialect: str):
-    """INSERT the member's read mark or move it to the new time."""
-    statement = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(ConversationRead.__table__)
+    """INSERT the member's read mark or move it to the new time: an upsert on (member, conversation)."""
+    statement = upsert_insert(dialect)(ConversationRead.__table__)
     return statement.on_conflict_do_update(index_elements=("member_id", "conversation_id"),
                                            set_={"read_at": statement.excluded.read_at})
 
@@ -81,14 +79,14 @@ def mark_read(member_id: uuid.UUID, conversation: Conversation) -> None:
 
 def latest_change(tenant_id: uuid.UUID) -> datetime | None:
     """The newest change stamp of the tenant's conversations (where a page's poll starts)."""
-    return db.session.scalar(_LATEST_CHANGE, {"tenant_id": tenant_id})
+    return db.session.scalar(_LATEST_CHANGE, {"p_tenant": tenant_id})
 
 
 def changes_since(tenant_id: uuid.UUID, since: datetime) -> tuple[datetime, list[uuid.UUID]] | None:
     """The newest change stamp and the conversations changed after `since` (newest first, at most
     CHANGES_LIMIT), or None when nothing changed: one statement on the (tenant, updated_at) index.
     The poll asks only once the newest stamp (LATEST_CHANGE_PROBE) says something changed."""
-    rows = db.session.connection().execute(_CHANGES, {"tenant": tenant_id, "since": since}).all()
+    rows = db.session.connection().execute(_CHANGES, {"p_tenant": tenant_id, "p_since": since}).all()
     if not rows:
         return None
     return rows[0].updated_at, [row.id for row in rows]

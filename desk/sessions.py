@@ -65,10 +65,10 @@ return ended
 # active), built once: every authenticated request runs it.
 _USER_AND_SEAT = (
     select(User, Member, Tenant.active)
-    .outerjoin(Member, and_(Member.user_id == User.id, Member.tenant_id == bindparam("tenant_id"),
+    .outerjoin(Member, and_(Member.user_id == User.id, Member.tenant_id == bindparam("p_tenant"),
                             Member.active.is_(True)))
     .outerjoin(Tenant, Tenant.id == Member.tenant_id)
-    .where(User.id == bindparam("user_id")))
+    .where(User.id == bindparam("p_user")))
 _AUTH_KEYS = ("_user_id", "_fresh", "_id", "sid", "session_type", "tenant_id")
 
 
@@ -147,7 +147,7 @@ def _load_user_and_seat(user_id: uuid.UUID, tenant_id: str | None) -> User | Non
         return db.session.get(User, user_id)
     probe = g.get("seat_probe")
     statement = _USER_AND_SEAT if probe is None else _with_probe(probe)
-    row = db.session.execute(statement, {"user_id": user_id, "tenant_id": uuid.UUID(tenant_id)}).first()
+    row = db.session.execute(statement, {"p_user": user_id, "p_tenant": uuid.UUID(tenant_id)}).first()
     if row is None:
         return None
     user, member, tenant_active = row[:3]
@@ -165,7 +165,7 @@ def _with_probe(probe) -> Select:
 
 def probe_with_seat(probe):
     """A view decorator (above the guard): `probe`, a scalar subquery on the selected tenant (the
-    bind parameter `tenant_id`), is read by the session check's own statement and left in
+    bind parameter `p_tenant`), is read by the session check's own statement and left in
     `g.seat_probe_result` for the view, so a view that needs one value of its tenant costs no
     statement of its own. The view reads it only once the guard has let the request through."""
     def decorator(view):

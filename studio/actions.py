@@ -16,7 +16,6 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from types import SimpleNamespace
 from datetime import timedelta
 
@@ -30,7 +29,7 @@ from core.api import ApiError
 from core.clock import utcnow
 from core.config import require_shorter
 from core.crypto import decrypt_cached, encrypt
-from core.db import db, step_connection, tenant_row
+from core.db import POSTGRESQL, db, prepared, step_connection, tenant_row
 from core.egress import EgressFailed, EgressRefused, address_to_save, post
 from core.limits import Semaphore, hit_fixed_window
 from core.once import CreateOnce
@@ -374,11 +373,12 @@ def platform_slots() -> Semaphore:
                      SLOT_LEASE_SECONDS)
 
 
-@cache
+@prepared
 def _statements(dialect: str) -> SimpleNamespace:
-    """Every statement of a run's job on this database, built once (Core, bind parameters named
-    `p_…`): building them costs more than running them. On PostgreSQL the outcome and its audit
-    entry are one statement (a data-modifying CTE); elsewhere two in one transaction."""
+    """Every statement of a run's job on this database (`prepared`). The claim is a compare-and-swap
+    from `queued` to `sending` while the binding is enabled, so a run is sent at most once; the
+    outcome moves the run only from the state it was claimed in. On PostgreSQL the outcome and its
+    audit entry are one statement (a data-modifying CTE); elsewhere two in one transaction."""
     run, binding, entry = StudioActionRun.__table__, StudioActionBinding.__table__, AuditEntry.__table__
     what = (run.c.body, run.c.tenant_id, run.c.requested_by, run.c.record_id, run.c.app_id, run.c.action_key,
             run.c.kind)
@@ -394,7 +394,7 @@ def _statements(dialect: str) -> SimpleNamespace:
     audited = insert(entry).values(
         id=bindparam("p_audit"), tenant_id=bindparam("p_tenant"), actor_id=bindparam("p_actor"), action=RUN_AUDIT,
         target=bindparam("p_target"), summary=bindparam("p_summary"), created_at=bindparam("p_now"))
-    if dialect != "postgresql":
+    if dialect != POSTGRESQL:
         return SimpleNamespace(read=read, claim=claim, finish=(outcome, audited))
     done = outcome.returning(run.c.id).cte("done")
     columns = ("id", "tenant_id", "actor_id", "action", "target", "summary", "created_at")
