@@ -1,4 +1,6 @@
-"""Fixture chain: services → app → clean state per test → clients logged in through the form."""
+"""Fixture chain: services → app → clean state per test → clients logged in through the form, and the
+fixtures tests in several folders stand on (console APIs, a channel, rules, switches, the estate). Their
+helpers live in tests/support; those imported here import nothing from this module."""
 import contextvars
 import math
 import os
@@ -26,10 +28,16 @@ from app.cli import init_migrations
 from core import egress
 from core.config import PROJECT_ROOT
 from core.db import db
-from desk.models import Conversation, Customer, Member, Message, Tenant
+from desk.channels import create_channel
+from desk.models import Channel, Conversation, Customer, Member, Message, Tenant
 from desk.tenancy import add_member, create_tenant
 from core.queue_names import SCRIPTS
+from openapi.apps import create_app as create_open_app
 from tests.peers import HttpsReceiver
+from tests.support.actions import action_definition
+from tests.support.openapi import ALL_SCOPES, OpenClient
+from tests.support.rules import CONTINUOUS_SWITCHES, READ_ONLY, SINGLE_RUN_SWITCHES, RulesApi, weekly_rule
+from tests.support.studio import ConsoleApi
 
 PASSWORD = "correct-horse-battery"
 FLASK = [sys.executable, "-m", "flask", "--app", "app"]  # run with cwd=PROJECT_ROOT, env=process_env()
@@ -216,6 +224,93 @@ def agent_client(app, agent):
     return browser
 
 
+@pytest.fixture
+def api(admin_client) -> ConsoleApi:
+    """The tenant administrator on the Studio console API."""
+    return ConsoleApi(admin_client)
+
+
+@pytest.fixture
+def draft_app(api) -> str:
+    """A Studio application with an unsimulated version 1."""
+    return api.create()
+
+
+@pytest.fixture
+def acting(api) -> str:
+    """A live Studio application whose version 1 has an http and a campaign action."""
+    app_id = api.create(action_definition())
+    assert api.simulate(app_id).status_code == 200
+    assert api.publish(app_id).status_code == 200
+    return app_id
+
+
+@pytest.fixture
+def rules(admin_client) -> RulesApi:
+    """The administrator's browser speaking the automation rules API."""
+    return RulesApi(admin_client)
+
+
+@pytest.fixture
+def make_open_app(app, tenant, admin):
+    """Create an Open API application (scopes, optional URL) and return (model, client, credentials)."""
+    def make(scopes=ALL_SCOPES, webhook_url=None, tenant_id=None, name="Partner CRM"):
+        made = create_open_app(tenant_id or tenant.id, admin.user_id, name, scopes, webhook_url)
+        db.session.commit()
+        return made.app, OpenClient(app.test_client(), made.token), made
+    return make
+
+
+@pytest.fixture
+def hooked(make_open_app, receiver):
+    """An Open API application whose events go to the receiver at https://localhost:<port>/hook;
+    (model, client, signing secret)."""
+    found, client, made = make_open_app(["app.records.write"], webhook_url=receiver.url("localhost"))
+    return found, client, made.signing_secret
+
+
+@pytest.fixture
+def channel(tenant) -> tuple[Channel, str]:
+    """A channel of the tenant with its plain signing secret."""
+    found, secret = create_channel(tenant.id, "Website chat")
+    db.session.commit()
+    return found, secret
+
+
+@pytest.fixture
+def chat_channel(channel) -> Channel:
+    """The `channel` alone, for tests that never sign a message as it."""
+    return channel[0]
+
+
+@pytest.fixture
+def target(tenant) -> Member:
+    """An agent the automation rules' tests assign conversations to."""
+    return seat(tenant, "agent")
+
+
+@pytest.fixture
+def published(rules, target) -> str:
+    """A weekly rule rotating to `target`, published read-only; its id."""
+    rule_id = rules.create(weekly_rule(target))
+    assert rules.publish(rule_id, READ_ONLY).status_code == 200
+    return rule_id
+
+
+@pytest.fixture
+def single_run_switches(app, monkeypatch):
+    """Planning, single-run execution and atomic assignment on."""
+    for name in SINGLE_RUN_SWITCHES:
+        monkeypatch.setitem(app.config, name, True)
+
+
+@pytest.fixture
+def continuous_switches(app, monkeypatch):
+    """Planning, continuous execution (scheduled slots, message events) and atomic assignment on."""
+    for name in CONTINUOUS_SWITCHES:
+        monkeypatch.setitem(app.config, name, True)
+
+
 def process_env(app_config: dict) -> dict:
     """The environment of a real process (worker, runner, clock) on the test services."""
     return {**os.environ, "DATABASE_URL": app_config["SQLALCHEMY_DATABASE_URI"],
@@ -301,6 +396,15 @@ def dns(monkeypatch):
 
     monkeypatch.setattr(egress, "resolver", lookup)
     return answers
+
+
+@pytest.fixture
+def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns):
+    """One of everything, so every page shows every form, and everyone who walks the pages: an
+    `Estate` (tests/support/estate.py, which imports this module's helpers: imported here late)."""
+    from tests.support.estate import build_estate
+
+    return build_estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns)
 
 
 @pytest.fixture
@@ -397,6 +501,13 @@ def model_server(app, monkeypatch):
     monkeypatch.setitem(app.config, "MODEL_READ_TIMEOUT", 1.0)
     yield peer
     peer.stop()
+
+
+@pytest.fixture
+def gen(app, model_server, monkeypatch):
+    """The model server, the console answering 202 at once: the test runs the generation job itself."""
+    monkeypatch.setitem(app.config, "GENERATION_WAIT_SECONDS", 0)
+    return model_server
 
 
 @pytest.fixture

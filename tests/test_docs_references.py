@@ -3,7 +3,6 @@ not_found`), every dotted name of ours (`core.db.watch_engine`), and every path 
 with its function after a colon). A rename that leaves the docs behind fails here."""
 import importlib
 import re
-from pathlib import Path
 
 import pytest
 

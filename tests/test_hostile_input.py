@@ -17,34 +17,20 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import quote_from_bytes, urlsplit
 
-import pytest
 from sqlalchemy import select
-from rq import Queue
 
-from core.config import AUTOMATION_SWITCHES, PROJECT_ROOT
+from core.config import PROJECT_ROOT
 from core.crypto import hmac_sha256_hex
 from core.db import db
-from core.queue_names import DEFAULT
-from desk.channels import create_channel
-from desk.conversations import mark_sending, resolve_uncertain
-from desk.outbound import set_endpoint
-from desk.quick_replies import add_reply
-from desk.knowledge import create_document, publish, save_version
-from desk.models import ChannelDelivery, Conversation, Customer, Member, Message, OfficialAccount, User
-from desk.tenancy import add_member
-from openapi.apps import SCOPES, create_app as create_open_app
-from rules.execution import command_key
-from studio.apps import get_app
+from desk.models import Member, User
 from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioActionBinding
-from studio.workbench import add_to_workbench, open_entry, set_grants
-from desk.handoff import issue_link_token
-from desk.sessions import IMPERSONATION
-from tests.conftest import PASSWORD, csrf_from, login, seat
-from tests.rules.test_execution import CONFIRM, _conversations, _plan
-from tests.rules.test_preview import body as preview_body, sample
-from tests.rules.test_service import weekly_rule
-from tests.studio.conftest import ORIGIN, sample_definition
+from tests.conftest import PASSWORD, csrf_from
+from tests.support.estate import Estate, rule_path, url_rules
+from tests.support.preview import body as preview_body, sample
+from tests.support.rule_runs import CONFIRM
+from tests.support.rules import weekly_rule
+from tests.support.studio import ORIGIN, sample_definition
 
 HTMX = {"HX-Request": "true"}
 LONG = 100_000
@@ -73,201 +59,7 @@ HOSTILE_BODIES = [b"", b"null", b"[]", b"1e400", b'"\\ud800"', b"\xff\xfe", b"{"
                   b"[" * 5_000 + b"]" * 5_000, b'{"a": 1, "a": 2}', "{}".encode("utf-16"), b"{}\x00"]
 
 
-# --- the estate: one of everything, so every page shows every form --------------------------
-
-def long(text: str, limit: int) -> str:
-    """`text` lengthened to `limit` characters, the most the product takes for it: words, Chinese
-    and an unbroken token, as administrators write them (the phone walk shows each of them)."""
-    filler = " 季度企业客户满意度回访 ORDER-FOLLOWUP-REVIEW-2026 escalated enterprise-customers"
-    return (text + filler * (limit // len(filler) + 1))[:limit - 1] + "."
-
-
-LOW, HIGH = long("low", 60), long("high", 60)  # the estate's select options, as long as options go
-
-
-def long_definition(**changes) -> dict:
-    """The sample definition with every text it shows at its longest."""
-    definition = sample_definition(**{"name": long("Service request", 60), **changes})
-    definition["page"] = {**definition["page"], "title": long("New request", 80), "submit_label": long("Save", 30),
-                          "description": long("Fill in the request.", 400)}
-    for field in definition["fields"]:
-        field["label"] = long(field["label"], 60)
-    definition["fields"][2]["options"] = [LOW, HIGH]
-    rule = definition["workflow"]["rules"][0]
-    rule["name"], rule["then"]["value"] = long(rule["name"], 80), HIGH
-    return definition
-
-
-@dataclass
-class Estate:
-    """What the walk fills route arguments with, and who walks: the administrator (in two tenants),
-    a supervisor, an agent, an impersonation session of that agent, and nobody."""
-    values: dict
-    admin: object
-    anonymous: object
-    channel_secret: str
-    open_token: str
-    supervisor: object = None
-    agent: object = None
-    impersonation: object = None
-
-    def walkers(self) -> list:
-        """Everyone who walks the query arguments."""
-        return [self.admin, self.supervisor, self.agent, self.impersonation, self.anonymous]
-
-
-@pytest.fixture
-def estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns) -> Estate:
-    """The administrator (seated in two tenants, so the tenant choice shows) with a live
-    application and a newer simulated draft, a published rule with a fresh plan and an uncertain
-    command, a knowledge document published and edited again, a signed channel, conversations, an
-    open application and a generation; every switch on and a model named (it is never called: the
-    walk runs no jobs), so a 5xx can only be a fault. The live version has an http action bound to
-    an address (its DNS answered by the test) and a campaign action already run on a record."""
-    for name in AUTOMATION_SWITCHES:
-        monkeypatch.setitem(app.config, name, True)
-    monkeypatch.setitem(app.config, "OPEN_API_RATE_LIMIT", 10 ** 9)
-    monkeypatch.setitem(app.config, "MODEL_BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.setitem(app.config, "MODEL_NAME", "unused")
-    monkeypatch.setitem(app.config, "GENERATION_WAIT_SECONDS", 0)
-    tenant.name, other_tenant.name = long("Acme", 120), long("Other Co", 120)
-    admin.display_name = long("Admin Person", 80)
-    add_member(other_tenant.id, admin.user.email, PASSWORD, "admin")
-    first, second = add_member(tenant.id, "first@test.example", PASSWORD, "agent", long("First Agent", 80)), \
-        add_member(tenant.id, "second@test.example", PASSWORD, "agent", long("Second Agent", 80))
-    channel, channel_secret = create_channel(tenant.id, long("Website chat", 80))
-    title = long("Refunds", 200)
-    doc = create_document(tenant.id, admin.user_id, title, "Check the receipt.")
-    publish(doc, admin.user_id, 1)
-    save_version(doc, admin.user_id, 1, title, "Check the receipt twice.")
-    opened = create_open_app(tenant.id, admin.user_id, long("Partner CRM", 80), list(SCOPES), None)
-    db.session.commit()
-
-    browser = app.test_client()
-    assert login(browser, admin.user.email).status_code == 302
-    select = browser.get("/tenants/select")
-    token = csrf_from(select.get_data(as_text=True))
-    assert browser.post("/tenants/select", data={"csrf_token": token, "tenant_id": str(tenant.id)}).status_code == 302
-    tool = {"title": long("Desk tool", 60), "theme": "violet", "tools_position": "before_profile"}
-    dns["crm.example.com"] = [["93.184.216.34"]]
-    app_id = _created(browser.post("/api/extensions/", json={"definition": long_definition(
-        workbench=tool, actions=ESTATE_ACTIONS)}, headers=ORIGIN), "extension_id")
-    for path, body in ((f"/{app_id}/simulate", {"version": 1, "input": {"title": "Sample"}}),
-                       (f"/{app_id}/publish", {"version": 1, "expected_active_version": None,
-                                               "permissions": PUBLISH_PERMISSIONS}),
-                       (f"/{app_id}/versions", {"definition": sample_definition(name="Second")}),
-                       (f"/{app_id}/simulate", {"version": 2, "input": {"title": "Sample"}})):
-        assert browser.post(f"/api/extensions{path}", json=body, headers=ORIGIN).status_code < 300
-    rule_id = _created(browser.post("/api/extensions/automation-rules", json={"definition": weekly_rule(
-        first, second, name=long("Weekday rotation", 80))}, headers=ORIGIN), "rule_id")
-    assert browser.post(f"/api/extensions/{rule_id}/rule-publish", headers=ORIGIN, json={
-        "revision": 1, "expected_active_revision": None, "confirm": True, "execution_mode": "plan_only",
-        "permissions": ["conversation.read_for_plan", "automation.schedule_plan"]}).status_code == 200
-    in_workbench = _workbench_tool(browser, tenant, admin, tool)
-    record_id, action_run_id = _record_with_actions(browser, tenant, app_id)
-    generation_id = _created(browser.post("/api/extensions/generate", json={"prompt": "A returns form."},
-                                          headers=ORIGIN), "generation_id")
-    conversations = _conversations(tenant, 2)
-    for conversation in conversations:
-        found = db.session.get(Customer, conversation.customer_id)
-        found.name, found.phone = long("Wang Fang", 120), long("+86 138 0013 8000", 40)
-        found.email, found.support_note = f"{'x' * 200}@example.com", long("Prefers e-mail.", 2000)
-    _plan(tenant, rule_id, first, conversations[:1])  # fresh and complete: the execute form shows
-    uncertain = _plan(tenant, rule_id, second, conversations[1:])
-    assert browser.post(f"/api/extensions/{uncertain.id}/execute-plan", json=CONFIRM, headers=ORIGIN
-                        ).status_code == 202
-    assert mark_sending(tenant.id, command_key(uncertain.id), conversations[1].id)
-    db.session.commit()
-    assert resolve_uncertain(tenant.id, command_key(uncertain.id), conversations[1].id) == "uncertain"
-    db.session.commit()
-    reply = add_reply(tenant.id, long("Greeting", 80), long("Hello!", 2000))
-    db.session.commit()
-    chat = db.session.get(Conversation, conversations[1].id)
-    dns["replies.example.com"] = [["93.184.216.34"]]
-    set_endpoint(tenant.id, chat.channel_id, "https://replies.example.com/hook")
-    sent = Message(tenant_id=tenant.id, conversation_id=chat.id, channel_id=chat.channel_id, direction="outbound",
-                   author_member_id=first.id, text="Your parcel left today.")
-    db.session.add(sent)
-    db.session.flush()
-    db.session.add(ChannelDelivery(tenant_id=tenant.id, channel_id=chat.channel_id, message_id=sent.id, body="{}",
-                                   status="failed", attempts=8))  # the retry form shows
-    db.session.commit()
-    Queue(DEFAULT, connection=redis_conn).empty()  # the walk runs no jobs
-
-    seat(tenant, "supervisor", "supervisor@test.example")
-    walkers = [app.test_client() for _ in range(3)]
-    for walker, email in zip(walkers, ("supervisor@test.example", "first@test.example")):
-        assert login(walker, email).status_code == 302
-    assert walkers[2].get(f"/staff/impersonate/{issue_link_token(IMPERSONATION, first)}").status_code == 302
-
-    values = {"app_id": app_id, "in_workbench": in_workbench, "rule_id": rule_id, "run_id": str(uncertain.id),
-              "conversation_id": str(conversations[1].id), "document_id": str(doc.id),
-              "generation_id": generation_id, "channel_id": str(channel.id),
-              "customer_id": str(conversations[0].customer_id), "slug": "de-escalation",
-              "once": "a-used-or-unknown-once-key", "reply_id": str(reply.id), "message_id": str(sent.id), "token": "an-unknown-token", "filename": "app.css",
-              "record_id": record_id, "action_key": "crm", "action_run_id": action_run_id, "tag": "zh-CN",
-              "admin_email": admin.user.email, "tenant_id": str(tenant.id)}
-    return Estate(values, browser, app.test_client(), channel_secret, opened.token, *walkers)
-
-
-def _workbench_tool(browser, tenant, admin, settings: dict) -> str:
-    """A live application with intent labels in the workbench, its customer data shared by the
-    administrator: the panel shows every form (the index page its removal)."""
-    definition = long_definition(name=long("Desk tool", 60), workbench=settings,
-                                 intent={"labels": ["退款", long("投诉 late-delivery", 30)]})
-    app_id = _created(browser.post("/api/extensions/", json={"definition": definition}, headers=ORIGIN),
-                      "extension_id")
-    for path, body in ((f"/{app_id}/simulate", {"version": 1, "input": {"title": "Sample"}}),
-                       (f"/{app_id}/publish", {"version": 1, "expected_active_version": None,
-                                               "permissions": PUBLISH_PERMISSIONS})):
-        assert browser.post(f"/api/extensions{path}", json=body, headers=ORIGIN).status_code < 300
-    found = get_app(tenant.id, uuid.UUID(app_id))
-    add_to_workbench(found, admin.user_id)
-    set_grants(admin, open_entry(admin, found.id, 1), {"name", "contact", "note"}, restricted=False)
-    db.session.commit()
-    return app_id
-
-
-ESTATE_ACTIONS = [{"key": "crm", "title": long("Send to CRM", 80), "kind": "http", "fields": ["title", "amount"]},
-                  {"key": "promo", "title": long("Promotion draft", 80), "kind": "campaign", "name_field": "title",
-                   "content_field": "priority"}]
-
-
-def _record_with_actions(browser, tenant, app_id: str) -> tuple[str, str]:
-    """A record of the live version whose campaign action ran (its outcome shows) and whose http
-    action, bound to an address, waits to be run (its form shows)."""
-    db.session.add(OfficialAccount(tenant_id=tenant.id, name=long("Acme official", 120), kind="independent"))
-    db.session.commit()
-    assert browser.post(f"/api/extensions/{app_id}/actions", headers=ORIGIN, json={
-        "operation": "bind", "version": 1, "action_key": "crm", "endpoint": "https://crm.example.com/hook",
-        "bearer_token": "estate-token", "confirm": True}).status_code == 201
-    record_id = _created(browser.post(f"/api/extensions/{app_id}/records", headers=ORIGIN, json={
-        "version": 1, "input": {"title": long("Spring sale", 200), "amount": 5, "priority": LOW},
-        "idempotency_key": str(uuid.uuid4())}), "record_id", 200)
-    campaign = browser.post(f"/api/extensions/{app_id}/actions", headers=ORIGIN, json={
-        "operation": "run", "version": 1, "record_id": record_id, "action_key": "promo", "confirm": True})
-    return record_id, _created(campaign, "run_id", 200)
-
-
-def _created(response, name: str, status: int | None = None) -> str:
-    assert response.status_code in ((status,) if status else (201, 202)), response.get_data(as_text=True)
-    return response.get_json()["data"][name]
-
-
 # --- routes ----------------------------------------------------------------------------------
-
-def _rules(app, method: str) -> list:
-    return sorted((r for r in app.url_map.iter_rules() if method in r.methods), key=lambda r: r.rule)
-
-
-def _path(rule, values: dict, hostile: tuple[str, str] | None = None) -> str:
-    """The rule's path with the estate's values, one argument replaced by percent-encoded text."""
-    def segment(match):
-        name = match[1].split(":")[-1]
-        text = hostile[1] if hostile and hostile[0] == name else values[name]
-        return quote_from_bytes(text.encode("utf-8", "surrogatepass"), safe="")
-    return re.sub(r"<([^>]+)>", segment, rule.rule)
-
 
 def _text_arguments(rule) -> list[str]:
     """The path arguments that are free text (a UUID converter refuses anything else itself)."""
@@ -299,8 +91,8 @@ def _get(estate: Estate, rule, path: str, who=None, headers=None):
 def _walk_pages(app, estate: Estate, failures: list) -> list[tuple[object, str, str]]:
     """Fetch every GET route (administrator plain and HTMX, anonymous); (client, page URL, HTML)."""
     pages = []
-    for rule in _rules(app, "GET"):
-        path = _path(rule, estate.values)
+    for rule in url_rules(app, "GET"):
+        path = rule_path(rule, estate.values)
         for who, headers in ((estate.admin, None), (estate.admin, HTMX), (estate.anonymous, None)):
             response = _get(estate, rule, path, who, headers)
             _check(failures, response, "GET", path, headers or {})
@@ -454,7 +246,7 @@ def _fuzz_forms(app, submissions: list[Submission], failures: list) -> None:
             rule = next(r for r in app.url_map.iter_rules() if r.endpoint == endpoint)
             for name in _text_arguments(rule):
                 for value in HOSTILE_TEXT:
-                    path = _path(rule, {k: str(v) for k, v in arguments.items()}, (name, value))
+                    path = rule_path(rule, {k: str(v) for k, v in arguments.items()}, (name, value))
                     _check(failures, _post_form(submission, submission.pairs, path), "POST", endpoint, name, value)
         seen.add(shape)
         for label, pairs in _mutations(submission, names):
@@ -580,10 +372,10 @@ PAGE_HEADERS = ["HX-Request"]  # read by every page's error answer (core/api.py)
 
 def _fuzz_json(app, estate: Estate, failures: list) -> None:
     bodies = _json_bodies(estate)
-    for rule in _rules(app, "POST"):
+    for rule in url_rules(app, "POST"):
         if not _is_json_api(rule):
             continue
-        path = _path(rule, estate.values)
+        path = rule_path(rule, estate.values)
         body, *others = bodies[rule.endpoint] if isinstance(bodies[rule.endpoint], list) else [bodies[rule.endpoint]]
         for each in (body, *others):  # an endpoint of several operations: each one's body
             for label, raw in _json_mutations(each):
@@ -597,19 +389,19 @@ def _fuzz_json(app, estate: Estate, failures: list) -> None:
 def _fuzz_gets(app, estate: Estate, failures: list) -> None:
     """Hostile text in every free-text path argument, every header a page reads, and every query
     argument a view reads (as everyone who walks)."""
-    for rule in _rules(app, "GET"):
+    for rule in url_rules(app, "GET"):
         for value in HOSTILE_TEXT:
             for name in _text_arguments(rule):
-                path = _path(rule, estate.values, (name, value))
+                path = rule_path(rule, estate.values, (name, value))
                 _check(failures, _get(estate, rule, path), "GET", rule.endpoint, name, value)
             if not _is_json_api(rule):
                 for header in PAGE_HEADERS:
-                    response = _get(estate, rule, _path(rule, estate.values), headers={header: _header_value(value)})
+                    response = _get(estate, rule, rule_path(rule, estate.values), headers={header: _header_value(value)})
                     _check(failures, response, "GET", rule.endpoint, header, value)
         for value in HOSTILE_QUERY:
             encoded = quote_from_bytes(value.encode("utf-8", "surrogatepass"), safe="")
             for name in QUERY_ARGUMENTS.get(rule.endpoint, []):
-                path = f"{_path(rule, estate.values)}?{name}={encoded}"
+                path = f"{rule_path(rule, estate.values)}?{name}={encoded}"
                 for who in estate.walkers():
                     _check(failures, _get(estate, rule, path, who), "GET", rule.endpoint, name, value)
 
@@ -675,7 +467,7 @@ def test_every_post_route_is_fuzzed(app, estate):
     failures = []
     reached = {adapter.match(urlsplit(s.action).path, "POST")[0]
                for who, page, html in _walk_pages(app, estate, failures) for s in _submissions(who, page, html)}
-    posts = _rules(app, "POST")
+    posts = url_rules(app, "POST")
     assert not failures, _report(failures)
     assert {r.endpoint for r in posts if not _is_json_api(r)} - reached == set()
     assert {r.endpoint for r in posts if _is_json_api(r)} == set(_json_bodies(estate))
@@ -711,7 +503,7 @@ def test_every_page_and_partial_is_never_stored(app, estate):
     """Every HTML answer of the walk (the administrator's pages, partials and panel forms, plainly
     and as HTMX) says `Cache-Control: no-store`: they carry customer data or one-time secrets."""
     stored = [(path, response.headers.get("Cache-Control"))
-              for rule in _rules(app, "GET") for path in [_path(rule, estate.values)]
+              for rule in url_rules(app, "GET") for path in [rule_path(rule, estate.values)]
               for headers in (None, HTMX) for response in [_get(estate, rule, path, headers=headers)]
               if response.mimetype == "text/html" and response.headers.get("Cache-Control") != "no-store"]
     assert stored == []

@@ -10,8 +10,8 @@ import pytest
 from babel.messages.pofile import read_po
 
 from core.config import PROJECT_ROOT
+from tests.support.i18n import CATALOG
 
-CATALOG = PROJECT_ROOT / "translations" / "zh_CN" / "LC_MESSAGES" / "messages.po"
 PYBABEL = str(Path(sys.executable).parent / "pybabel")
 # Identifiers that read the same in every language: error codes and keys (snake_case), permission
 # and capability ids (dotted), and the spec's reserved intent label.

@@ -7,14 +7,14 @@ from html.parser import HTMLParser
 import pytest
 from babel.messages.pofile import read_po
 
-from tests.test_i18n_catalog import CATALOG
-from tests.test_hostile_input import _path, _rules, estate  # noqa: F401 (estate is a fixture)
+from tests.support.estate import rule_path, url_rules
+from tests.support.i18n import CATALOG
 
 # Elements whose text is an identifier, a sample or a program, or says it is English on purpose.
 CODE_ELEMENTS = {"code", "kbd", "samp", "pre", "script", "style", "textarea", "option", "title"}
 # Three English words in a row (what the estate stores is data: see DATA).
 ENGLISH = re.compile(r"[A-Za-z][a-z']+(?:[ ,]+[A-Za-z][a-z']*){2,}")
-# What the estate (tests/test_hostile_input.py and the fixtures it uses) stores: names, labels and
+# What the estate (tests/support/estate.py and the fixtures it uses) stores: names, labels and
 # messages people typed. Shown as they are in every language.
 DATA = ("Custom Studio", "Big orders are high priority", "Weekday rotation", "Hello from the walk",
         "Refund desk", "Send to CRM", "Your parcel left today", "Fill in the request", "Due date")
@@ -65,8 +65,8 @@ def english_sentences(html: str, phrases: list[str] = ()) -> list[str]:
 
 def test_every_page_renders_in_both_languages_and_the_chinese_one_has_no_english_left(app, estate):
     left, seen, phrases = {}, 0, catalog_phrases()
-    for rule in _rules(app, "GET"):
-        path = _path(rule, estate.values)
+    for rule in url_rules(app, "GET"):
+        path = rule_path(rule, estate.values)
         if path.startswith(("/api/", "/static/", "/i18n/")):
             continue
         english = estate.admin.get(path, headers={"Accept-Language": "en"})

@@ -2,8 +2,6 @@
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.studio.conftest import api, draft_app  # noqa: F401  the studio fixtures, shared here
-
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]

@@ -6,9 +6,8 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser.test_console_flow import _log_in
-from tests.browser.test_workbench_tools_flow import PHONE, _violations
-from tests.studio.test_actions import TOKEN, acting, professional, run_count, save, work  # noqa: F401
+from tests.support.actions import TOKEN, professional, run_count, save, send_actions
+from tests.support.browser import PHONE, axe_violations, log_in
 
 
 def _review(page, base: str, app_id: str):
@@ -21,7 +20,7 @@ def _review(page, base: str, app_id: str):
 def test_an_administrator_binds_an_address_reviews_a_record_and_runs_it_once(page, live_server, admin, api, acting,
                                                                             receiver, redis_conn):
     save(api, acting, {"title": "Order 7", "amount": 120, "notes": "Call after 6pm"})
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     _review(page, live_server, acting)
     crm = page.get_by_role("region", name="Send to CRM")
     expect(crm).to_contain_text("No address is bound to this action of v1.")
@@ -32,7 +31,7 @@ def test_an_administrator_binds_an_address_reviews_a_record_and_runs_it_once(pag
                      ).check()
     page.get_by_role("button", name="Bind address to v1 · Send to CRM").click()
     expect(page.get_by_role("status")).to_contain_text("v1 · crm: bound to localhost.")
-    assert TOKEN not in page.content() and _violations(page) == []
+    assert TOKEN not in page.content() and axe_violations(page) == []
 
     _review(page, live_server, acting)
     crm = page.get_by_role("region", name="Send to CRM")
@@ -44,22 +43,22 @@ def test_an_administrator_binds_an_address_reviews_a_record_and_runs_it_once(pag
     crm.get_by_role("checkbox", name="I reviewed the payload and the target of Send to CRM").check()
     crm.get_by_role("button", name="Run Send to CRM").click()
     expect(crm.get_by_role("progressbar", name="Action run in progress")).to_be_visible()
-    assert _violations(page) == []
-    work(redis_conn)
+    assert axe_violations(page) == []
+    send_actions(redis_conn)
     expect(crm.get_by_role("status")).to_contain_text("Accepted: the receiver answered HTTP 200.", timeout=10_000)
     expect(crm).to_contain_text("not that its business process completed")
     assert len(receiver.received) == 1 and json.loads(receiver.received[0].body) == json.loads(payload)
     page.reload()
     crm = page.get_by_role("region", name="Send to CRM")
     expect(crm.get_by_role("button", name="Run Send to CRM")).to_have_count(0)
-    assert _violations(page) == []
+    assert axe_violations(page) == []
 
 
 def test_a_campaign_draft_is_made_from_a_record_and_listed_with_its_review_state(page, live_server, admin, api, acting,
                                                                                  tenant):
     professional(tenant)
     save(api, acting, {"title": "Spring sale", "notes": "20% off this week", "tag": "vip"})
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     _review(page, live_server, acting)
     promo = page.get_by_role("region", name="Promotion draft")
     expect(promo).to_contain_text("Customers tagged “vip”")
@@ -70,13 +69,13 @@ def test_a_campaign_draft_is_made_from_a_record_and_listed_with_its_review_state
     row = page.get_by_role("row", name=re.compile("Spring sale"))
     expect(row).to_contain_text("Awaiting review")
     expect(row).to_contain_text("Customers tagged “vip”")
-    assert _violations(page) == []
+    assert axe_violations(page) == []
 
 
 def test_the_review_page_fits_a_phone(page, live_server, admin, api, acting, receiver):
     save(api, acting, {"title": "Order 7", "notes": "x" * 1500})
     page.set_viewport_size(PHONE)
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     _review(page, live_server, acting)
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-    assert _violations(page) == []
+    assert axe_violations(page) == []

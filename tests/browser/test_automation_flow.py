@@ -2,27 +2,19 @@
 import copy
 import re
 
-import pytest
 from playwright.sync_api import expect
 
 from core.db import db
 from rules import service
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE
-from tests.browser.test_console_flow import _log_in
 from tests.conftest import seat
-from tests.studio.test_generation import rule_answer
+from tests.support.browser import log_in
+from tests.support.generation import rule_answer
 
 
-@pytest.fixture
-def switches_on(app, monkeypatch):
-    """Planning and scheduled execution switched on (both default off)."""
-    monkeypatch.setitem(app.config, "AUTOMATION_PLANNING_ENABLED", True)
-    monkeypatch.setitem(app.config, "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", True)
-
-
-def test_rotation_template_edit_preview_save_bind_and_publish(page, live_server, tenant, admin, switches_on):
+def test_rotation_template_edit_preview_save_bind_and_publish(page, live_server, tenant, admin, continuous_switches):
     agents = [seat(tenant, "agent") for _ in range(3)]
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/automation")
     expect(page.get_by_text("No automation rules yet")).to_be_visible()
     page.get_by_role("link", name="New rule from the rotation template").click()
@@ -112,9 +104,9 @@ def _saved_weekly_rule(tenant, admin) -> str:
     return saved["rule_id"]
 
 
-def test_publish_and_pause_dialogs_work_by_keyboard_alone(page, live_server, tenant, admin, switches_on):
+def test_publish_and_pause_dialogs_work_by_keyboard_alone(page, live_server, tenant, admin, continuous_switches):
     rule_id = _saved_weekly_rule(tenant, admin)
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/automation/{rule_id}")
     opener = page.get_by_role("button", name="Publish r1…")
     opener.focus()
@@ -155,7 +147,7 @@ def test_publish_and_pause_dialogs_work_by_keyboard_alone(page, live_server, ten
 
 def test_an_ai_draft_fills_the_editor_without_saving(page, live_server, admin, model_server, generator_process):
     model_server.answer_json(rule_answer())
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/automation")
     page.get_by_role("link", name="Start from an AI draft").click()
     page.get_by_label("Routing requirement").fill("Rotate weekday conversations between two agents.")

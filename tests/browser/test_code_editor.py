@@ -11,16 +11,15 @@ from sqlalchemy import select
 from core.db import db
 from studio.catalog import LIMITS
 from studio.models import StudioVersion
-from tests.browser.test_console_flow import _log_in
-from tests.browser.test_workbench_tools_flow import _violations
-from tests.studio.conftest import sample_definition
+from tests.support.browser import axe_violations, log_in
+from tests.support.studio import sample_definition
 
 
 def _open(page, live_server, admin, app_id):
     violations = []
     page.on("console", lambda message: violations.append(message.text)
             if "Content Security Policy" in message.text else None)
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/{app_id}")
     expect(page.locator(".cm-editor")).to_have_count(2)
     return violations
@@ -41,7 +40,7 @@ def test_what_is_typed_is_what_the_form_submits(page, live_server, admin, draft_
     page.get_by_role("button", name="Save as new version").click()
     expect(page.get_by_text("Saved version 2 as a draft")).to_be_visible()
     assert _versions(draft_app)[-1].definition["code"]["source"] == "return {amount: 2};"
-    assert violations == [] and _violations(page) == []
+    assert violations == [] and axe_violations(page) == []
 
 
 def test_an_unknown_property_is_marked_on_its_line_after_saving(page, live_server, admin, draft_app):

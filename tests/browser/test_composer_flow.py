@@ -7,8 +7,8 @@ from sqlalchemy import func, select
 from core.db import db
 from desk.models import Message
 from desk.quick_replies import add_reply
-from tests.browser.test_console_flow import _log_in
 from tests.conftest import customer_conversation
+from tests.support.browser import log_in
 
 ENTER = {"key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "nativeVirtualKeyCode": 13}
 CTRL, META = 2, 4  # CDP modifier bits
@@ -23,7 +23,7 @@ def sent() -> list[str]:
 def composer(page, live_server, tenant, agent):
     """The agent's workbench with a conversation open; the Reply box focused."""
     customer_conversation(tenant, "Where is my parcel?", name="Olga Customer")
-    _log_in(page, live_server, agent.user.email)
+    log_in(page, live_server, agent.user.email)
     page.get_by_role("link", name="Olga Customer").click()
     box = page.get_by_role("textbox", name="Reply")
     box.focus()

@@ -1,19 +1,10 @@
 """What a person clicks through: log in, move around the console and workbench, log out."""
-import re
-
 from playwright.sync_api import expect
 
 from core.db import db
 from desk.models import Conversation, Customer, Message
-from tests.conftest import PASSWORD, seat
-
-
-def _log_in(page, base: str, email: str) -> None:
-    """Log in on the login page, in whichever language it speaks."""
-    page.goto(f"{base}/login")
-    page.get_by_label(re.compile("^(Email|邮箱)$")).fill(email)
-    page.get_by_label(re.compile("^(Password|密码)$")).fill(PASSWORD)
-    page.get_by_label(re.compile("^(Password|密码)$")).press("Enter")
+from tests.conftest import seat
+from tests.support.browser import log_in
 
 
 def test_admin_logs_in_reads_a_conversation_and_logs_out(page, live_server, tenant, admin):
@@ -27,7 +18,7 @@ def test_admin_logs_in_reads_a_conversation_and_logs_out(page, live_server, tena
                            text="快递显示已签收，但我没有收到包裹。"))
     db.session.commit()
 
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     expect(page).to_have_url(f"{live_server}/extensions")
     expect(page.get_by_role("navigation", name="Main")).to_contain_text("Open platform")
     expect(page.locator(".tenant")).to_have_text("Acme")
@@ -54,7 +45,7 @@ def test_wrong_password_shows_an_error_next_to_the_field(page, live_server, admi
 def test_member_of_two_tenants_picks_one_by_keyboard(page, live_server, tenant, other_tenant):
     seat(tenant, "admin", "both@test.example")
     seat(other_tenant, "agent", "both@test.example")
-    _log_in(page, live_server, "both@test.example")
+    log_in(page, live_server, "both@test.example")
     expect(page.get_by_role("heading", name="Choose a tenant")).to_be_visible()
     page.get_by_role("button", name="Other Co").focus()
     page.keyboard.press("Enter")

@@ -7,11 +7,9 @@ in each."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_console_flow import _log_in
-from tests.browser.test_workbench_tools_flow import _violations
-from tests.test_hostile_input import _path, _rules, estate  # noqa: F401 (estate is a fixture)
+from tests.support.browser import PHONE, axe_violations, log_in
+from tests.support.estate import rule_path, url_rules
 
-PHONE = {"width": 390, "height": 844}
 # The page's scroll width when it is wider than the screen, with the elements that stick out
 # (those not inside a box that scrolls or clips on its own) to say where to look.
 OVERFLOW = """() => { const width = document.documentElement.clientWidth;
@@ -29,12 +27,12 @@ def test_every_page_says_its_language_fits_a_phone_and_passes_axe(app, browser, 
                                                                   language, tag):
     context = browser.new_context(locale=language, viewport=PHONE)
     page = context.new_page()
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.get_by_role("button", name=tenant.name).click()
     expect(page).not_to_have_url(f"{live_server}/tenants/select")
     wide, failing, seen = {}, {}, 0
-    for rule in _rules(app, "GET"):
-        path = _path(rule, estate.values)
+    for rule in url_rules(app, "GET"):
+        path = rule_path(rule, estate.values)
         if path.startswith(("/api/", "/static/")):
             continue
         response = page.goto(f"{live_server}{path}")
@@ -46,7 +44,7 @@ def test_every_page_says_its_language_fits_a_phone_and_passes_axe(app, browser, 
                 wide[path] = found
             if page.evaluate("document.documentElement.lang") != tag:
                 failing[path] = ["lang"]
-            elif violations := _violations(page):
+            elif violations := axe_violations(page):
                 failing[path] = violations
     context.close()
     assert seen >= 20

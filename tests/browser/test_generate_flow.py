@@ -8,9 +8,9 @@ from core.clock import utcnow
 from core.db import db
 from studio import quota
 from desk.models import KnowledgeDocument
-from tests.browser.test_console_flow import _log_in
-from tests.studio.conftest import sample_definition
-from tests.studio.test_generation import UNSUPPORTED, app_answer
+from tests.support.browser import log_in
+from tests.support.generation import UNSUPPORTED, app_answer
+from tests.support.studio import sample_definition
 
 REQUIREMENT = "Log warranty claims with product and amount."
 
@@ -18,7 +18,7 @@ REQUIREMENT = "Log warranty claims with product and amount."
 def test_a_generated_draft_opens_in_the_editor_with_the_draft_banner(page, live_server, admin, model_server,
                                                                      generator_process):
     model_server.answer_json(app_answer(sample_definition(name="Warranty claims")))
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions")
     page.get_by_role("link", name="Generate a draft with AI").click()
     expect(page.locator("#quota-state")).to_contain_text("20 of 20 generations left")
@@ -32,7 +32,7 @@ def test_a_generated_draft_opens_in_the_editor_with_the_draft_banner(page, live_
 def test_an_unsupported_requirement_lists_what_is_missing_by_label(page, live_server, admin, model_server,
                                                                   generator_process):
     model_server.answer_json(UNSUPPORTED)
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/generate")
     page.get_by_label("Requirement").fill("Refund the customer when a claim is approved.")
     page.get_by_role("button", name="Generate draft").click()
@@ -47,7 +47,7 @@ def test_the_knowledge_selector_loads_metadata_only_when_opened_and_says_why_a_d
                                          safe_processed=status == "published", safe_body="Text.",
                                          valid_until=utcnow() + timedelta(days=30)))
     db.session.commit()
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/generate")
     expect(page.get_by_text("Open to load the documents.")).to_be_attached()
     page.get_by_text("Knowledge reference").click()
@@ -57,7 +57,7 @@ def test_the_knowledge_selector_loads_metadata_only_when_opened_and_says_why_a_d
 
 
 def test_without_a_model_the_page_says_so_and_offers_no_generate_button(page, live_server, admin):
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/generate")
     expect(page.get_by_text("No model is configured for this platform.")).to_be_visible()
     expect(page.get_by_role("button", name="Generate draft")).to_have_count(0)
@@ -68,7 +68,7 @@ def test_a_waiting_tenant_sees_when_it_may_generate_again_on_a_phone_without_sid
     rate_window()  # a long window: the minute cannot roll over before the page shows the wait
     quota.release_slot(quota.reserve_generation(tenant.id, False).slot_token)
     page.set_viewport_size({"width": 390, "height": 844})
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/generate")
     expect(page.locator("#quota-state")).to_contain_text(re.compile(r"Next generation allowed at "
                                                                    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Beijing time"))
@@ -78,7 +78,7 @@ def test_a_waiting_tenant_sees_when_it_may_generate_again_on_a_phone_without_sid
 
 
 def test_text_typed_before_the_page_script_runs_is_counted(page, live_server, admin, model_server):
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     held = []
     page.route("**/static/js/app.js*", lambda route: held.append(route))  # the script waits for the text
     with page.expect_request("**/static/js/app.js*"):

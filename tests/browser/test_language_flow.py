@@ -2,13 +2,13 @@
 the other language, and the choice stays."""
 from playwright.sync_api import expect
 
-from tests.browser.test_console_flow import _log_in
+from tests.support.browser import log_in
 
 
 def test_the_header_switch_changes_the_language_and_keeps_the_page(browser, live_server, admin):
     context = browser.new_context(locale="zh-CN")
     page = context.new_page()
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/automation")
     expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
     expect(page.get_by_role("navigation", name="主导航").get_by_role("link", name="自动化")).to_be_visible()

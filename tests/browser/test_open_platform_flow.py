@@ -3,12 +3,12 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser.test_console_flow import _log_in
-from tests.openapi.conftest import OpenClient
+from tests.support.browser import log_in
+from tests.support.openapi import OpenClient
 
 
 def test_create_with_confirmations_copy_the_token_once_and_revoke(page, live_server, admin, app):
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/open-platform")
     expect(page.get_by_text("No applications yet")).to_be_visible()
     page.get_by_label("Name", exact=True).fill("Loyalty sync")

@@ -3,8 +3,8 @@ import json
 
 from playwright.sync_api import expect
 
-from tests.browser.test_console_flow import _log_in
-from tests.studio.conftest import sample_definition
+from tests.support.browser import log_in
+from tests.support.studio import sample_definition
 
 CHARTS = [{"key": "by_priority", "title": "Requests by priority", "type": "bar", "group_by": "priority",
            "metric": "count"}]
@@ -22,7 +22,7 @@ def submit_a_record(page, version: int, title: str, amount: str):
 
 
 def test_create_edit_simulate_publish_submit_and_see_ledger_and_chart(page, live_server, admin):
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     expect(page.get_by_text("No applications yet")).to_be_visible()
     page.get_by_role("button", name="New app from the starter").click()
     expect(page.get_by_role("heading", name="Simulate v1")).to_be_visible()
@@ -56,7 +56,7 @@ def test_create_edit_simulate_publish_submit_and_see_ledger_and_chart(page, live
 
 def test_publishing_works_by_keyboard_alone(page, live_server, admin, api, draft_app):
     api.simulate(draft_app)
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/{draft_app}")
     opener = page.get_by_role("button", name="Publish v1…")
     opener.focus()
@@ -77,7 +77,7 @@ def test_publishing_works_by_keyboard_alone(page, live_server, admin, api, draft
 
 def test_publish_needs_the_confirmation_box_in_the_browser(page, live_server, admin, api, draft_app):
     api.simulate(draft_app)
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/{draft_app}")
     page.get_by_role("button", name="Publish v1…").click()
     page.get_by_role("dialog").get_by_role("button", name="Publish").click()
@@ -89,7 +89,7 @@ def test_publish_needs_the_confirmation_box_in_the_browser(page, live_server, ad
 
 def test_script_errors_point_at_their_line_and_code_needs_its_own_confirmation(page, live_server, admin,
                                                                                 draft_app, runner):
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/{draft_app}")
     expect(page.locator("#script-editor + .cm-editor")).to_be_visible()  # mounted: the label names it now
     script = page.get_by_label("Script (optional)")

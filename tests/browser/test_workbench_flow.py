@@ -1,27 +1,19 @@
 """The workbench in a real browser: live updates, changes by hand, keyboard, and phones."""
 import json
 import time
+from datetime import timedelta
 
-import pytest
 import requests
 from playwright.sync_api import expect
 
+from core.clock import utcnow
 from core.crypto import hmac_sha256_hex
-from core.db import db
-from desk.channels import create_channel
-from tests.browser.test_console_flow import _log_in
 from tests.conftest import customer_conversation
+from tests.support.browser import PHONE, log_in
+from tests.support.search import beijing, fillers, make
 
-PHONE = {"width": 390, "height": 844}
 PHONE_NUMBER = "+86 139 1234 5678"
 LIVE_WAIT_MS = 12_000  # the page polls every 3 s
-
-
-@pytest.fixture
-def channel(tenant):
-    found, secret = create_channel(tenant.id, "Website chat")
-    db.session.commit()
-    return found, secret
 
 
 def post_inbound(base: str, channel, message_id: str, text: str, name: str = "Wang Fang") -> None:
@@ -39,7 +31,7 @@ def post_inbound(base: str, channel, message_id: str, text: str, name: str = "Wa
 def test_a_message_posted_to_the_inbound_endpoint_appears_in_an_open_workbench_without_reload(
         page, live_server, tenant, agent, channel):
     post_inbound(live_server, channel, "m-1", "第一条消息")
-    _log_in(page, live_server, agent.user.email)
+    log_in(page, live_server, agent.user.email)
     page.get_by_role("link", name="Wang Fang").click()
     thread = page.get_by_role("list", name="Messages and changes")
     expect(thread).to_contain_text("第一条消息")
@@ -52,7 +44,7 @@ def test_a_message_posted_to_the_inbound_endpoint_appears_in_an_open_workbench_w
 
 def test_assign_to_me_and_resolve_update_the_list(page, live_server, tenant, agent):
     customer_conversation(tenant, name="Olga Customer")
-    _log_in(page, live_server, agent.user.email)
+    log_in(page, live_server, agent.user.email)
     listed = page.get_by_role("link", name="Olga Customer")
     expect(listed).to_contain_text("Unassigned")
     listed.click()
@@ -69,7 +61,7 @@ def test_assign_to_me_and_resolve_update_the_list(page, live_server, tenant, age
 def test_j_and_k_move_through_the_list_but_not_while_typing(page, live_server, tenant, admin):
     for name in ("First Customer", "Second Customer", "Third Customer"):
         customer_conversation(tenant, name=name)
-    _log_in(page, live_server, admin.user.email)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/workbench")
     links = page.get_by_role("list", name="Open conversations").get_by_role("link")
     page.keyboard.press("j")
@@ -91,7 +83,7 @@ def test_j_and_k_move_through_the_list_but_not_while_typing(page, live_server, t
 def test_on_a_phone_choosing_a_conversation_opens_the_customer_drawer_first(page, live_server, tenant, agent):
     customer_conversation(tenant, "my parcel is late", name="Olga Customer", phone=PHONE_NUMBER)
     page.set_viewport_size(PHONE)
-    _log_in(page, live_server, agent.user.email)
+    log_in(page, live_server, agent.user.email)
     details = page.get_by_role("complementary", name="Customer details")
     thread = page.get_by_role("region", name="Conversation")
     expect(details).to_be_hidden()
@@ -108,10 +100,9 @@ def test_on_a_phone_choosing_a_conversation_opens_the_customer_drawer_first(page
 
 
 def test_search_by_beijing_dates_includes_the_whole_end_day(page, live_server, tenant, agent):
-    from tests.desk.test_search import _beijing, make
-    make(tenant, "Last Second", at=_beijing("2026-11-20", "23:59:59"))
-    make(tenant, "Next Midnight", at=_beijing("2026-11-21", "00:00:00"))
-    _log_in(page, live_server, agent.user.email)
+    make(tenant, "Last Second", at=beijing("2026-11-20", "23:59:59"))
+    make(tenant, "Next Midnight", at=beijing("2026-11-21", "00:00:00"))
+    log_in(page, live_server, agent.user.email)
     page.get_by_text("Advanced search").click()
     page.get_by_label("Last activity from (Beijing date)").fill("2026-11-20")
     page.get_by_label("Last activity until (whole day)").fill("2026-11-20")
@@ -125,13 +116,9 @@ def test_search_by_beijing_dates_includes_the_whole_end_day(page, live_server, t
 
 
 def test_search_continues_looking_for_older_conversations(page, live_server, tenant, agent):
-    from datetime import timedelta
-
-    from core.clock import utcnow
-    from tests.desk.test_search import _many, make
     make(tenant, "Needle Person", at=utcnow() - timedelta(days=1))
-    _many(tenant, 200, utcnow())
-    _log_in(page, live_server, agent.user.email)
+    fillers(tenant, 200, utcnow())
+    log_in(page, live_server, agent.user.email)
     page.get_by_role("searchbox", name="Search conversations").fill("needle")
     page.keyboard.press("Enter")
     expect(page.get_by_role("status")).to_contain_text("No match found so far")
@@ -150,7 +137,7 @@ def test_a_tab_in_the_background_polls_less_often(page, live_server, tenant, age
     page.add_init_script(HIDDEN_SWITCH)  # what the browser reports for a background tab, switchable
     polls = []
     page.on("request", lambda request: polls.append(request.url) if "/workbench/changes" in request.url else None)
-    _log_in(page, live_server, agent.user.email)
+    log_in(page, live_server, agent.user.email)
     page.wait_for_timeout(7_000)
     visible = len(polls)
     page.evaluate("window.__hidden = true; document.dispatchEvent(new Event('visibilitychange'))")

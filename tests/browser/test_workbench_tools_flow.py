@@ -2,9 +2,7 @@
 its form from the side panel, share customer data item by item, analyze intent and choose a style;
 axe-core checks the page at desktop and phone sizes."""
 import re
-from pathlib import Path
 
-import axe_playwright_python
 import pytest
 from playwright.sync_api import expect
 from sqlalchemy import func, select
@@ -12,13 +10,11 @@ from sqlalchemy import func, select
 from core.db import db
 from desk.models import AiPointsEntry, Conversation, ConversationEvent, Customer, Message
 from studio.models import StudioRecord
-from tests.browser.test_console_flow import _log_in
 from tests.conftest import customer_conversation
-from tests.studio.test_workbench_tools import OTHER, PROFILE, WORKBENCH, _publish
-from tests.studio.conftest import sample_definition
+from tests.support.browser import PHONE, axe_violations, log_in
+from tests.support.studio import sample_definition
+from tests.support.workbench_tools import OTHER, PROFILE, WORKBENCH, publish_live
 
-PHONE = {"width": 390, "height": 844}
-AXE = Path(axe_playwright_python.__file__).with_name("axe.min.js")
 DEFINITION = sample_definition(workbench=WORKBENCH, intent={"labels": ["退款", "投诉"]})
 
 
@@ -27,7 +23,7 @@ def agent_page(browser, live_server, agent):
     """The agent, logged in, in a context that may use the clipboard."""
     context = browser.new_context(locale="en-US", permissions=["clipboard-read", "clipboard-write"])
     page = context.new_page()
-    _log_in(page, live_server, agent.user.email)
+    log_in(page, live_server, agent.user.email)
     yield page
     context.close()
 
@@ -35,8 +31,8 @@ def agent_page(browser, live_server, agent):
 @pytest.fixture
 def added(page, live_server, admin, api) -> str:
     """A live application the administrator added to the workbench by its button."""
-    app_id = _publish(api, DEFINITION)
-    _log_in(page, live_server, admin.user.email)
+    app_id = publish_live(api, DEFINITION)
+    log_in(page, live_server, admin.user.email)
     page.goto(f"{live_server}/extensions/{app_id}")
     page.get_by_role("button", name="Add to workbench").click()
     expect(page.get_by_role("button", name="Remove from workbench")).to_be_visible()
@@ -46,14 +42,6 @@ def added(page, live_server, admin, api) -> str:
 def _open(page, base: str, conversation: Conversation):
     page.goto(f"{base}/workbench/conversations/{conversation.id}")
     return page.get_by_role("region", name="Refund desk")
-
-
-def _violations(page) -> list[str]:
-    """WCAG 2 A and AA violations axe-core finds on the page."""
-    page.evaluate(AXE.read_text())  # through the debugger protocol: the page's CSP stays as served
-    result = page.evaluate("axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa']}})")
-    assert len(result["passes"]) > 10  # the rules ran on this page
-    return [f"{v['id']}: {[n['target'] for n in v['nodes']][:3]}" for v in result["violations"]]
 
 
 def _count(model) -> int:
@@ -115,7 +103,7 @@ def test_customer_data_is_shared_item_by_item_for_the_selected_customer_only(age
     share.get_by_role("checkbox", name="Contact data").check()
     share.get_by_role("button", name="Save data sharing").click()
     expect(agent_page.get_by_role("region", name="Refund desk")).to_contain_text(OTHER["email"])
-    _publish(api, DEFINITION, app_id=added)  # a new live version asks again
+    publish_live(api, DEFINITION, app_id=added)  # a new live version asks again
     tool = _open(agent_page, live_server, second)
     expect(tool.get_by_role("checkbox", name="Contact data")).not_to_be_checked()
     expect(tool).not_to_contain_text(OTHER["email"])
@@ -192,4 +180,4 @@ def test_axe_finds_no_wcag_violation_on_the_workbench_with_a_panel_open(agent_pa
     share.get_by_role("checkbox", name="Name").check()
     share.get_by_role("button", name="Save data sharing").click()
     expect(agent_page.get_by_role("button", name="Copy name")).to_be_visible()
-    assert _violations(agent_page) == []
+    assert axe_violations(agent_page) == []

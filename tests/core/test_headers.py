@@ -89,7 +89,7 @@ def test_htmx_injects_no_style_or_eval_and_its_indicator_css_is_ours(client, app
 
 
 def test_only_a_page_with_the_code_editor_allows_its_styles_by_a_fresh_nonce(admin_client):
-    from tests.studio.conftest import ORIGIN, sample_definition
+    from tests.support.studio import ORIGIN, sample_definition
 
     created = admin_client.post("/api/extensions/", json={"definition": sample_definition()}, headers=ORIGIN)
     app_id = created.get_json()["data"]["extension_id"]

@@ -5,8 +5,8 @@ import threading
 from playwright.sync_api import expect, sync_playwright
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.browser.test_console_flow import _log_in
-from tests.studio.conftest import api, sample_definition  # noqa: F401  the console API fixture
+from tests.support.browser import log_in
+from tests.support.studio import sample_definition
 
 CHARTS = [{"key": "by_priority", "title": "Requests by priority", "type": "bar", "group_by": "priority",
            "metric": "count"}]
@@ -58,7 +58,7 @@ def assert_no_violation(page, reports: list[str]) -> None:
     assert page.evaluate("window.__cspViolations") == [] and reports == []
 
 
-def test_console_pages_with_htmx_swaps_break_no_policy(live_server, admin, api):  # noqa: F811
+def test_console_pages_with_htmx_swaps_break_no_policy(live_server, admin, api):
     app_id = api.create(sample_definition(charts=CHARTS))
     assert api.simulate(app_id).status_code == 200 and api.publish(app_id).status_code == 200
     record = {"version": 1, "input": {"title": "Crushed box", "priority": "high"},
@@ -68,7 +68,7 @@ def test_console_pages_with_htmx_swaps_break_no_policy(live_server, admin, api):
 
     def scenario(page):
         reports = watch(page)
-        _log_in(page, live_server, email)
+        log_in(page, live_server, email)
         answer = page.goto(f"{live_server}/extensions/{app_id}")
         assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
         expect(page.get_by_role("img", name="Requests by priority")).to_be_visible()  # server-drawn SVG

@@ -19,37 +19,16 @@ from jobs.worker import AppWorker
 from rules.scheduler import LAST_TICK
 from core.config import PROJECT_ROOT
 from tests.conftest import PASSWORD, build_app, login, process_env
-from tests.desk.test_channels import channel, payload, send  # noqa: F401 (channel is a fixture)
-from tests.openapi.conftest import make_open_app  # noqa: F401 (fixtures of other folders, used here)
-from tests.openapi.test_webhooks import create, hooked, work  # noqa: F401
-from tests.rules.conftest import rules  # noqa: F401
-from tests.rules.test_execution import _executed_with_one_changed, published, target  # noqa: F401
-from tests.rules.test_message_events import SWITCHES, inbound, publish as publish_rule, work as work_events
-from tests.rules.test_plans import plan
-from tests.rules.test_service import KEYWORD, MESSAGE_EVENT, message_rule
-from tests.studio.conftest import api  # noqa: F401
-from tests.studio.test_generation import app_answer, gen, generate  # noqa: F401
-from tests.studio.test_scripts import CODE_DEFINITION
+from tests.support.channels import payload, send
+from tests.support.generation import app_answer, generate
+from tests.support.jobs import work
+from tests.support.metrics import delta, scrape, value
+from tests.support.openapi import create_record, deliver
+from tests.support.rule_runs import executed_with_one_changed, inbound, plan, publish_rule
+from tests.support.rules import KEYWORD, MESSAGE_EVENT, message_rule
+from tests.support.scripts import CODE_DEFINITION
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-")
-
-
-def scrape(client, **kwargs) -> dict:
-    """Every sample of a scrape, by (name, sorted labels)."""
-    answer = client.get("/metrics", **kwargs)
-    assert answer.status_code == 200 and answer.mimetype == "text/plain"
-    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-            for family in text_string_to_metric_families(answer.get_data(as_text=True)) for sample in family.samples}
-
-
-def value(samples: dict, name: str, **labels) -> float:
-    """One sample's value (0 when absent)."""
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
-def delta(before: dict, after: dict, name: str, **labels) -> float:
-    """How much one sample moved between two scrapes."""
-    return value(after, name, **labels) - value(before, name, **labels)
 
 
 def moved(client, drive, name: str, **labels) -> float:
@@ -135,7 +114,7 @@ def test_a_hundred_distinct_paths_are_one_route_pattern(admin_client):
     assert new <= {pattern, "unmatched", "/metrics"}
 
 
-def test_no_label_holds_an_id_an_address_or_a_submitted_value(admin_client, client, channel, admin):  # noqa: F811
+def test_no_label_holds_an_id_an_address_or_a_submitted_value(admin_client, client, channel, admin):
     send(client, channel, payload(text="secret-order-4711", name="Leaky Name"))
     login(client, "nobody@test.example", "wrong-password-4711")
     for key in scrape(admin_client):
@@ -145,7 +124,7 @@ def test_no_label_holds_an_id_an_address_or_a_submitted_value(admin_client, clie
 
 # --- the counted paths ----------------------------------------------------------------------------
 
-def test_inbound_messages_are_counted_accepted_replayed_and_refused(client, channel):  # noqa: F811
+def test_inbound_messages_are_counted_accepted_replayed_and_refused(client, channel):
     body = payload(message_id=f"m-{uuid.uuid4()}")
     assert moved(client, lambda: send(client, channel, body), "inbound_messages_total", outcome="accepted") == 1
     assert moved(client, lambda: send(client, channel, body), "inbound_messages_total", outcome="replayed") == 1
@@ -175,14 +154,14 @@ def test_rq_jobs_are_counted_per_queue_and_queue_depth_is_read(app, client, redi
     assert value(after, "rq_queue_depth", queue=EVENTS) == 0 and value(after, "rq_queue_depth", queue=DEFAULT) == 0
 
 
-def test_webhook_deliveries_are_counted_by_outcome_and_attempt(client, hooked, receiver, redis_conn):  # noqa: F811
+def test_webhook_deliveries_are_counted_by_outcome_and_attempt(client, hooked, receiver, redis_conn):
     _, open_client, _ = hooked
 
-    def deliver():
-        create(open_client)
-        work(redis_conn)
+    def drive():
+        create_record(open_client)
+        deliver(redis_conn)
 
-    assert moved(client, deliver, "deliveries_total", outbox="webhook", outcome="delivered", attempt="1") == 1
+    assert moved(client, drive, "deliveries_total", outbox="webhook", outcome="delivered", attempt="1") == 1
 
 
 def test_script_runs_are_counted_by_outcome_and_timed(client, api, runner):
@@ -195,7 +174,7 @@ def test_script_runs_are_counted_by_outcome_and_timed(client, api, runner):
     assert value(scrape(client), "script_run_duration_seconds_count") >= 2
 
 
-def test_generations_are_counted_by_kind_and_outcome_with_their_tokens(app, client, api, gen, redis_conn):  # noqa: F811
+def test_generations_are_counted_by_kind_and_outcome_with_their_tokens(app, client, api, gen, redis_conn):
     gen.answer_json(app_answer(), input_tokens=300, output_tokens=100)
     before = scrape(client)
     assert generate(api, app, redis_conn).status_code == 201
@@ -204,32 +183,23 @@ def test_generations_are_counted_by_kind_and_outcome_with_their_tokens(app, clie
     assert delta(before, after, "generation_tokens_total", kind="app") == 400
 
 
-@pytest.fixture
-def automation_on(app, monkeypatch):
-    """Planning, single-run execution and atomic assignment on."""
-    for name in ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED"):
-        monkeypatch.setitem(app.config, name, True)
-
-
-def test_rule_runs_and_commands_are_counted(automation_on, app, client, rules, tenant, published, target,  # noqa: F811
+def test_rule_runs_and_commands_are_counted(single_run_switches, app, client, rules, tenant, published, target,
                                             redis_conn):
     assert moved(client, lambda: plan(rules, published, app, redis_conn), "rule_runs_total", trigger="manual",
                  status="complete") == 1
     before = scrape(client)
-    _executed_with_one_changed(app, rules, tenant, published, target, redis_conn)
+    executed_with_one_changed(app, rules, tenant, published, target, redis_conn)
     after = scrape(client)
     for state in ("applied", "state_changed"):
         assert delta(before, after, "rule_commands_total", state=state) == 1
 
 
-def test_message_triggered_runs_are_counted(app, client, rules, agent, channel, redis_conn, monkeypatch):  # noqa: F811
-    for name in SWITCHES:
-        monkeypatch.setitem(app.config, name, True)
+def test_message_triggered_runs_are_counted(app, client, rules, agent, channel, redis_conn, continuous_switches):
     publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
 
     def drive():
         inbound(client, channel)
-        work_events(app, redis_conn)
+        work(app, redis_conn, EVENTS)
 
     assert moved(client, drive, "rule_runs_total", trigger="message_event", status="complete") == 1
 

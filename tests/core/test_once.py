@@ -34,7 +34,8 @@ def test_digest_tolerates_a_lone_surrogate_that_validation_will_refuse():
 
 
 @pytest.fixture
-def channel(tenant) -> Channel:
+def channel_in_use(tenant) -> Channel:
+    """A channel with a conversation on it, the conversation's id as `conversation_id`."""
     found, _ = create_channel(tenant.id, "Chat")
     customer = Customer(tenant_id=tenant.id, name="N", external_id="c")
     db.session.add(customer)
@@ -55,30 +56,30 @@ MESSAGES = CreateOnce(Message, ("channel_id", "external_id"))
 DIGESTED = CreateOnce(Message, ("channel_id", "external_id"), "text")  # the text stands in for a digest
 
 
-def test_a_new_key_is_inserted_and_a_repeated_one_replays_the_original(channel):
-    first, replayed = MESSAGES.insert(_values(channel))
+def test_a_new_key_is_inserted_and_a_repeated_one_replays_the_original(channel_in_use):
+    first, replayed = MESSAGES.insert(_values(channel_in_use))
     assert replayed is False
-    again, replayed = MESSAGES.insert(_values(channel, text="other"))
+    again, replayed = MESSAGES.insert(_values(channel_in_use, text="other"))
     assert (again.id, again.text, replayed) == (first.id, "hi", True)
-    assert MESSAGES.existing(_values(channel)).id == first.id
-    assert MESSAGES.existing(_values(channel, external_id="m-2")) is None
+    assert MESSAGES.existing(_values(channel_in_use)).id == first.id
+    assert MESSAGES.existing(_values(channel_in_use, external_id="m-2")) is None
     assert db.session.scalar(select(func.count()).select_from(Message)) == 1
 
 
-def test_a_different_request_under_the_same_key_is_a_conflict(channel):
-    DIGESTED.insert(_values(channel), "d1")
-    assert DIGESTED.existing(_values(channel), "d1").text == "d1"
-    for attempt in (lambda: DIGESTED.existing(_values(channel), "d2"),
-                    lambda: DIGESTED.insert(_values(channel), "d2")):
+def test_a_different_request_under_the_same_key_is_a_conflict(channel_in_use):
+    DIGESTED.insert(_values(channel_in_use), "d1")
+    assert DIGESTED.existing(_values(channel_in_use), "d1").text == "d1"
+    for attempt in (lambda: DIGESTED.existing(_values(channel_in_use), "d2"),
+                    lambda: DIGESTED.insert(_values(channel_in_use), "d2")):
         with pytest.raises(ApiError) as refused:
             attempt()
         assert (refused.value.code, refused.value.status) == ("idempotency_conflict", 409)
 
 
-def test_a_slot_not_taken_raises_what_the_refusal_finds(channel):
-    statement = update(Channel).where(Channel.id == channel.id, Channel.active.is_(False)).values(name="x")
+def test_a_slot_not_taken_raises_what_the_refusal_finds(channel_in_use):
+    statement = update(Channel).where(Channel.id == channel_in_use.id, Channel.active.is_(False)).values(name="x")
     with pytest.raises(ApiError) as refused:
         take_slot(statement, lambda: ApiError("channel_active", 409, detail=str(uuid.UUID(int=0))))
     assert refused.value.code == "channel_active"
-    take_slot(update(Channel).where(Channel.id == channel.id).values(name="y"), lambda: ApiError("never"))
+    take_slot(update(Channel).where(Channel.id == channel_in_use.id).values(name="y"), lambda: ApiError("never"))
     assert db.session.scalar(select(Channel.name)) == "y"

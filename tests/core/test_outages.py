@@ -10,8 +10,8 @@ from core.db import db, is_store_outage
 from core.web import OUTAGE_RETRY_SECONDS
 from openapi.apps import create_app as create_open_app
 from tests.conftest import build_app
-from tests.core.test_metrics import delta, scrape
-from tests.studio.conftest import ORIGIN
+from tests.support.metrics import delta, scrape
+from tests.support.studio import ORIGIN
 
 AWAY = {"SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://studio@127.0.0.1:1/none",
         "REDIS_URL": "redis://127.0.0.1:1/0"}  # nothing listens on port 1

@@ -21,7 +21,7 @@ from desk.conversations import (apply_command, cancel_commands, mark_sending, qu
                                 reject_command, resolve_uncertain, snapshot)
 from desk.models import AssignmentReceipt, Conversation, Customer
 from tests.conftest import process_env, seat
-from tests.desk.test_conversations import stop_the_clock
+from tests.support.desk import stop_the_clock
 
 ONE_MICROSECOND = timedelta(microseconds=1)
 KEY = "run:test-plan"

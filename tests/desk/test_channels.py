@@ -11,30 +11,7 @@ from core.crypto import encrypt, hmac_sha256_hex
 from core.db import db
 from desk.channels import create_channel
 from desk.models import Channel, Conversation, Customer, Message
-
-
-@pytest.fixture
-def channel(tenant):
-    """A channel of the tenant with its plain secret."""
-    found, secret = create_channel(tenant.id, "Website chat")
-    db.session.commit()
-    return found, secret
-
-
-def payload(message_id="m-1", external_id="c-1", text="Hello, my parcel is late", **customer):
-    """An inbound body."""
-    return {"message_id": message_id, "text": text,
-            "customer": {"external_id": external_id, "name": "Wang Fang", **customer}}
-
-
-def send(client, channel, body, *, timestamp=None, secret=None, raw=None):
-    """POST a signed message the way a channel does."""
-    found, real_secret = channel
-    raw = raw if raw is not None else json.dumps(body, ensure_ascii=False).encode()
-    ts = str(int(time.time()) if timestamp is None else timestamp)
-    signature = hmac_sha256_hex(secret or real_secret, ts.encode() + b"." + raw)
-    return client.post(f"/api/channels/{found.id}/messages", data=raw, content_type="application/json",
-                       headers={"X-Channel-Timestamp": ts, "X-Channel-Signature": f"v1={signature}"})
+from tests.support.channels import payload, send
 
 
 def _count(model) -> int:

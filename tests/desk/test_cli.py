@@ -1,5 +1,4 @@
 """The operator CLI of the contract, with --json output."""
-import json
 import uuid
 
 from sqlalchemy import func, select
@@ -8,13 +7,7 @@ from core.crypto import decrypt
 from core.db import db
 from desk.models import (Channel, Conversation, Customer, KnowledgeDocument, Member, Message,
                          OfficialAccount, Tenant)
-
-
-def run(app, *args: str) -> dict:
-    """Invoke `flask ...` and parse its JSON output."""
-    result = app.test_cli_runner().invoke(args=list(args))
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+from tests.support.cli import run
 
 
 def test_tenants_create_prints_the_id(app):

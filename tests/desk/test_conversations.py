@@ -8,33 +8,11 @@ from sqlalchemy import select, update
 from core import clock
 from core.db import db
 from desk.demo import seed_demo
-from desk.models import Conversation, Customer, Message
-from tests.desk.test_channels import channel, payload, send  # noqa: F401  the channel fixture
+from desk.models import Conversation, Message
+from tests.support.channels import payload, send
+from tests.support.desk import stop_the_clock
 
 ONE_MICROSECOND = timedelta(microseconds=1)
-
-
-def stop_the_clock(monkeypatch, instant: datetime) -> datetime:
-    """Make every `utcnow()` return `instant`."""
-    class Stopped(datetime):
-        @classmethod
-        def now(cls, tz=None):
-            return instant.astimezone(tz)
-
-    monkeypatch.setattr(clock, "datetime", Stopped)
-    return instant
-
-
-@pytest.fixture
-def conversation(tenant) -> Conversation:
-    """An open, unassigned conversation, committed."""
-    customer = Customer(tenant_id=tenant.id, name="Wang Fang")
-    db.session.add(customer)
-    db.session.flush()
-    found = Conversation(tenant_id=tenant.id, customer_id=customer.id)
-    db.session.add(found)
-    db.session.commit()
-    return found
 
 
 @pytest.fixture

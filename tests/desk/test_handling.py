@@ -3,36 +3,21 @@ change stamp, and the decision history in the thread (people and rules)."""
 import uuid
 
 import pytest
-from rq import Queue
 from sqlalchemy import select
 
 from core.db import db
 from core.queue_names import DEFAULT
 from desk.models import AssignmentReceipt, Conversation, ConversationEvent, Member
-from jobs.worker import AppWorker
-from tests.conftest import csrf_from, login, seat
-from tests.desk.test_conversations import conversation  # noqa: F401  an open, unassigned conversation
-from tests.rules.conftest import rules  # noqa: F401  the administrator's rules API
-from tests.rules.test_execution import CONFIRM, _plan
-from tests.rules.test_service import READ_ONLY, weekly_rule
-
-HX = {"HX-Request": "true"}
+from tests.conftest import csrf_from, seat
+from tests.support.desk import HX, browser_of, fresh
+from tests.support.jobs import work
+from tests.support.rule_runs import CONFIRM, complete_plan
+from tests.support.rules import READ_ONLY, weekly_rule
 
 
 @pytest.fixture
 def supervisor(tenant) -> Member:
     return seat(tenant, "supervisor")
-
-
-def browser_of(app, member: Member):
-    browser = app.test_client()
-    assert login(browser, member.user.email).status_code == 302
-    return browser
-
-
-def fresh(conversation: Conversation) -> Conversation:
-    db.session.expire_all()
-    return db.session.get(Conversation, conversation.id)
 
 
 def change(browser, conversation: Conversation, what: str, value: str, seen=None):
@@ -162,33 +147,29 @@ def test_the_typeahead_lists_active_members_by_name_for_supervisors_only(app, su
 
 
 def test_an_agent_who_assigns_while_a_rule_run_executes_is_never_overwritten(
-        app, rules, tenant, admin, agent_client, agent, conversation, redis_conn, monkeypatch):  # noqa: F811
-    for name in ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED"):
-        monkeypatch.setitem(app.config, name, True)
+        app, rules, tenant, admin, agent_client, agent, conversation, redis_conn, single_run_switches):
     target = seat(tenant, "agent")
     rule_id = rules.create(weekly_rule(target))
     assert rules.publish(rule_id, READ_ONLY).status_code == 200
-    run = _plan(tenant, rule_id, target, [conversation])
+    run = complete_plan(tenant, rule_id, target, [conversation])
     assert rules.post(f"/{run.id}/execute-plan", CONFIRM).status_code == 202  # the command is queued
     assert change(agent_client, conversation, "assignee", "me").status_code == 200  # the agent, meanwhile
-    AppWorker([Queue(DEFAULT, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True)
+    work(app, redis_conn, DEFAULT)
     db.session.expire_all()
     assert db.session.scalar(select(AssignmentReceipt.status)) == "state_changed"
     assert fresh(conversation).assignee_member_id == agent.id
 
 
 def test_the_thread_explains_an_automated_assignment_and_links_administrators_to_the_run(
-        app, rules, tenant, admin, admin_client, agent_client, conversation, redis_conn, monkeypatch):  # noqa: F811
-    for name in ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED"):
-        monkeypatch.setitem(app.config, name, True)
+        app, rules, tenant, admin, admin_client, agent_client, conversation, redis_conn, single_run_switches):
     target = seat(tenant, "agent")
     target.display_name = "Rota Agent"
     db.session.commit()
     rule_id = rules.create(weekly_rule(target))
     assert rules.publish(rule_id, READ_ONLY).status_code == 200
-    run = _plan(tenant, rule_id, target, [conversation])
+    run = complete_plan(tenant, rule_id, target, [conversation])
     rules.post(f"/{run.id}/execute-plan", CONFIRM)
-    AppWorker([Queue(DEFAULT, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True)
+    work(app, redis_conn, DEFAULT)
     path = f"/workbench/conversations/{conversation.id}"
     as_agent = agent_client.get(path, headers=HX).get_data(as_text=True)
     assert "<strong>Automation</strong> assigned the conversation to Rota Agent" in as_agent

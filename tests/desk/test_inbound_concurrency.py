@@ -6,31 +6,22 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
 import requests
 from sqlalchemy import func, select
 
 from core.crypto import hmac_sha256_hex
 from core.db import db
-from desk.channels import create_channel
 from desk.models import Conversation, Customer, Message
 from openapi.apps import SCOPES, create_app
 from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioRecord
 from tests.conftest import CSRF_RE, PASSWORD
-from tests.studio.conftest import sample_definition
+from tests.support.studio import sample_definition
 
 
-@pytest.fixture
-def channel(tenant):
-    found, secret = create_channel(tenant.id, "Website chat")
-    db.session.commit()
-    return found.id, secret
-
-
-def _send(base: str, channel, message_id: str, external_id: str, text: str) -> int:
-    """POST one signed message; the HTTP status."""
-    channel_id, secret = channel
+def _send(base: str, signer: tuple, message_id: str, external_id: str, text: str) -> int:
+    """POST one signed message (`signer`: the channel's id and secret); the HTTP status."""
+    channel_id, secret = signer
     raw = json.dumps({"message_id": message_id, "text": text,
                       "customer": {"external_id": external_id, "name": "Wang Fang"}}).encode()
     stamp = str(int(time.time()))
@@ -53,11 +44,12 @@ def _stored_once(sent: set[str]) -> None:
 
 def test_a_concurrent_burst_with_new_and_existing_customers_and_replays_stores_each_message_once(
         gunicorn, channel):
-    assert _send(gunicorn, channel, "seed", "existing", "first contact") == 201
+    signer = channel[0].id, channel[1]  # read here: the threads below have no app context
+    assert _send(gunicorn, signer, "seed", "existing", "first contact") == 201
     burst = [(f"m-{n}", "existing" if n % 2 else f"new-{n % 4}", f"message {n}") for n in range(16)]
     burst += burst[:8]  # the channel repeats half of them at the same time
     with ThreadPoolExecutor(len(burst)) as pool:
-        statuses = list(pool.map(lambda m: _send(gunicorn, channel, *m), burst))
+        statuses = list(pool.map(lambda m: _send(gunicorn, signer, *m), burst))
     assert all(status in (200, 201) for status in statuses), statuses
     assert statuses.count(201) == 16
     _stored_once({"seed"} | {message_id for message_id, _, _ in burst})
@@ -89,13 +81,14 @@ def _live_studio_app(base: str, browser: requests.Session) -> str:
 
 def test_inbound_messages_hold_under_mixed_load_with_open_api_and_studio_writes(
         gunicorn, channel, tenant, admin):
+    signer = channel[0].id, channel[1]  # read here: the threads below have no app context
     tokens = [create_app(tenant.id, admin.user_id, f"Partner {n}", list(SCOPES), None).token for n in range(3)]
     db.session.commit()
     browser = _console(gunicorn, admin.user.email)
     studio_apps = [_live_studio_app(gunicorn, browser) for _ in range(2)]
 
     def inbound(thread: int) -> list[int]:
-        return [_send(gunicorn, channel, f"t{thread}-{n}", f"c-{n % 7}", f"text {n}") for n in range(60)]
+        return [_send(gunicorn, signer, f"t{thread}-{n}", f"c-{n % 7}", f"text {n}") for n in range(60)]
 
     def open_api(token: str) -> list[int]:
         return [requests.post(f"{gunicorn}/api/v1/open/records", json={"data": {"n": n}}, timeout=60,

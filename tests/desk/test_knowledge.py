@@ -12,9 +12,10 @@ from core.queue_names import DEFAULT
 from desk import knowledge
 from desk.demo import seed_demo
 from desk.knowledge_market import ARTICLES, LICENSE, ORIGIN
-from desk.models import KnowledgeDocument, Tenant
+from desk.models import KnowledgeDocument
 from tests.conftest import csrf_from
-from tests.jobs.test_jobs import work
+from tests.support.jobs import work
+from tests.support.knowledge import add_document, post_form, reloaded
 
 MARKUP = ("<h1>Returns</h1><p>Within&nbsp;7 days &amp; unused.</p>\r\n<script>alert('x')</script>"
           "<style>p { color: red }</style><!-- internal -->\x07\x1b<p>Keep the box.</p>\n\n\n\n<br/>End\t.")
@@ -23,30 +24,6 @@ MARKUP = ("<h1>Returns</h1><p>Within&nbsp;7 days &amp; unused.</p>\r\n<script>al
 def _text(response) -> str:
     """The response body as text."""
     return response.get_data(as_text=True)
-
-
-def _form(client, path: str, data: dict, **kwargs):
-    """POST a page form with the page's CSRF token."""
-    token = csrf_from(_text(client.get("/knowledge")))
-    return client.post(path, data={"csrf_token": token, **data}, **kwargs)
-
-
-def add_document(tenant: Tenant, status: str = "draft", body: str = "Body text.", processed: bool = False,
-                 **fields) -> KnowledgeDocument:
-    """Insert and commit a document; `processed` stores its text as safe processing would."""
-    doc = KnowledgeDocument(tenant_id=tenant.id, title=fields.pop("title", "Returns"), body=body,
-                            status=status, **fields)
-    if processed:
-        doc.safe_processed, doc.safe_body = True, knowledge.safe_text(body)[0]
-    db.session.add(doc)
-    db.session.commit()
-    return doc
-
-
-def reloaded(doc: KnowledgeDocument) -> KnowledgeDocument:
-    """The document as the database holds it now."""
-    db.session.expire_all()
-    return db.session.get(KnowledgeDocument, doc.id)
 
 
 # Access
@@ -73,7 +50,7 @@ def test_knowledge_pages_send_anonymous_visitors_to_the_login(client):
 def test_another_tenants_document_is_not_found_and_never_listed(admin_client, other_tenant):
     foreign = add_document(other_tenant, title="Foreign secret title")
     assert admin_client.get(f"/knowledge/{foreign.id}").status_code == 404
-    assert _form(admin_client, f"/knowledge/{foreign.id}/publish", {"version": 1}).status_code == 404
+    assert post_form(admin_client, f"/knowledge/{foreign.id}/publish", {"version": 1}).status_code == 404
     assert "Foreign secret title" not in _text(admin_client.get("/knowledge"))
     assert reloaded(foreign).status == "draft"
 
@@ -87,7 +64,8 @@ def test_empty_knowledge_page_explains_how_to_start(admin_client):
 
 
 def test_creating_a_document_saves_a_trimmed_version_1_draft(admin_client, tenant):
-    response = _form(admin_client, "/knowledge", {"title": "  Shipping  times ", "body": "\n Line one\r\nLine two \n"})
+    response = post_form(admin_client, "/knowledge",
+                         {"title": "  Shipping  times ", "body": "\n Line one\r\nLine two \n"})
     doc = db.session.scalar(select(KnowledgeDocument))
     assert response.status_code == 302 and response.headers["Location"] == f"/knowledge/{doc.id}"
     assert (doc.tenant_id, doc.title, doc.body, doc.version, doc.status, doc.safe_processed) == \
@@ -103,7 +81,7 @@ def test_creating_a_document_saves_a_trimmed_version_1_draft(admin_client, tenan
 ])
 def test_invalid_fields_re_render_the_form_with_the_message_next_to_the_field(admin_client, title, body, field,
                                                                              message):
-    response = _form(admin_client, "/knowledge", {"title": title, "body": body})
+    response = post_form(admin_client, "/knowledge", {"title": title, "body": body})
     page = _text(response)
     assert response.status_code == 422
     assert f'id="new-{field}-error" role="alert">{message}' in page and 'aria-invalid="true"' in page
@@ -111,7 +89,7 @@ def test_invalid_fields_re_render_the_form_with_the_message_next_to_the_field(ad
 
 
 def test_the_longest_allowed_title_and_body_are_saved(admin_client):
-    response = _form(admin_client, "/knowledge", {"title": "t" * 200, "body": "b" * 20_000})
+    response = post_form(admin_client, "/knowledge", {"title": "t" * 200, "body": "b" * 20_000})
     assert response.status_code == 302
     assert len(db.session.scalar(select(KnowledgeDocument.body))) == 20_000
 
@@ -152,8 +130,8 @@ def test_the_list_pages_with_an_opaque_cursor_and_htmx_gets_the_list_alone(admin
 
 def test_editing_saves_a_new_draft_version_that_must_be_published_and_processed_again(admin_client, tenant):
     doc = add_document(tenant, "published", processed=True, body="Old text.", published_at=utcnow())
-    response = _form(admin_client, f"/knowledge/{doc.id}/versions",
-                     {"version": 1, "title": "Returns 2026", "body": "New <b>text</b>."})
+    response = post_form(admin_client, f"/knowledge/{doc.id}/versions",
+                         {"version": 1, "title": "Returns 2026", "body": "New <b>text</b>."})
     doc = reloaded(doc)
     assert response.status_code == 302
     assert (doc.version, doc.status, doc.title, doc.body) == (2, "draft", "Returns 2026", "New <b>text</b>.")
@@ -163,14 +141,14 @@ def test_editing_saves_a_new_draft_version_that_must_be_published_and_processed_
 
 def test_an_edit_clears_a_refusal_of_the_previous_version(admin_client, tenant):
     doc = add_document(tenant, "published", unsafe_reason="empty_after_processing")
-    _form(admin_client, f"/knowledge/{doc.id}/versions", {"version": 1, "title": "T", "body": "Now text."})
+    post_form(admin_client, f"/knowledge/{doc.id}/versions", {"version": 1, "title": "T", "body": "Now text."})
     assert (reloaded(doc).version, reloaded(doc).unsafe_reason) == (2, None)
 
 
 def test_an_edit_of_a_version_that_is_no_longer_current_is_refused_keeping_the_text(admin_client, tenant):
     doc = add_document(tenant, version=4)
-    response = _form(admin_client, f"/knowledge/{doc.id}/versions",
-                     {"version": 3, "title": "Mine", "body": "My unsaved words"})
+    response = post_form(admin_client, f"/knowledge/{doc.id}/versions",
+                         {"version": 3, "title": "Mine", "body": "My unsaved words"})
     assert response.status_code == 409
     assert "Someone saved version 4 meanwhile" in _text(response) and "My unsaved words" in _text(response)
     assert reloaded(doc).version == 4 and reloaded(doc).title == "Returns"
@@ -178,14 +156,14 @@ def test_an_edit_of_a_version_that_is_no_longer_current_is_refused_keeping_the_t
 
 def test_an_invalid_edit_re_renders_the_editor_with_the_message(admin_client, tenant):
     doc = add_document(tenant)
-    response = _form(admin_client, f"/knowledge/{doc.id}/versions", {"version": 1, "title": "", "body": "x"})
+    response = post_form(admin_client, f"/knowledge/{doc.id}/versions", {"version": 1, "title": "", "body": "x"})
     assert response.status_code == 422 and 'id="edit-title-error" role="alert">Enter a title.' in _text(response)
     assert reloaded(doc).version == 1
 
 
 def test_publishing_queues_safe_processing_that_a_worker_runs(admin_client, tenant, app, redis_conn):
     doc = add_document(tenant, body=MARKUP)
-    response = _form(admin_client, f"/knowledge/{doc.id}/publish", {"version": 1})
+    response = post_form(admin_client, f"/knowledge/{doc.id}/publish", {"version": 1})
     assert response.status_code == 302
     pending = reloaded(doc)
     assert (pending.status, pending.safe_processed) == ("published", False) and pending.published_at is not None
@@ -200,7 +178,7 @@ def test_publishing_queues_safe_processing_that_a_worker_runs(admin_client, tena
 
 def test_publishing_a_version_that_is_no_longer_current_is_refused(admin_client, tenant, redis_conn):
     doc = add_document(tenant, version=2)
-    response = _form(admin_client, f"/knowledge/{doc.id}/publish", {"version": 1})
+    response = post_form(admin_client, f"/knowledge/{doc.id}/publish", {"version": 1})
     assert response.status_code == 302 and reloaded(doc).status == "draft"
     assert "Someone saved version 2 meanwhile" in _text(admin_client.get(response.headers["Location"]))
     assert redis_conn.llen(f"rq:queue:{DEFAULT}") == 0
@@ -209,7 +187,8 @@ def test_publishing_a_version_that_is_no_longer_current_is_refused(admin_client,
 def test_valid_until_is_the_end_of_the_chosen_beijing_day(admin_client, tenant):
     doc = add_document(tenant, "published", processed=True)
     day = to_beijing(utcnow()).date() + timedelta(days=30)
-    assert _form(admin_client, f"/knowledge/{doc.id}/valid-until", {"valid_until": day.isoformat()}).status_code == 302
+    response = post_form(admin_client, f"/knowledge/{doc.id}/valid-until", {"valid_until": day.isoformat()})
+    assert response.status_code == 302
     end = to_beijing(reloaded(doc).valid_until)
     assert (end.date(), end.hour, end.minute, end.second) == (day, 23, 59, 59)
     assert f"{day.isoformat()} 23:59 Beijing time" in _text(admin_client.get(f"/knowledge/{doc.id}"))
@@ -218,7 +197,8 @@ def test_valid_until_is_the_end_of_the_chosen_beijing_day(admin_client, tenant):
 def test_today_is_a_valid_last_day(admin_client, tenant):
     doc = add_document(tenant)
     today = to_beijing(utcnow()).date()
-    assert _form(admin_client, f"/knowledge/{doc.id}/valid-until", {"valid_until": today.isoformat()}).status_code == 302
+    response = post_form(admin_client, f"/knowledge/{doc.id}/valid-until", {"valid_until": today.isoformat()})
+    assert response.status_code == 302
     assert reloaded(doc).valid_until > utcnow()
 
 
@@ -233,7 +213,7 @@ def test_a_valid_until_that_is_not_a_coming_day_is_refused_next_to_the_field(adm
     doc = add_document(tenant)
     if days is not None:
         value = (to_beijing(utcnow()).date() + timedelta(days=days)).isoformat()
-    response = _form(admin_client, f"/knowledge/{doc.id}/valid-until", {"valid_until": value})
+    response = post_form(admin_client, f"/knowledge/{doc.id}/valid-until", {"valid_until": value})
     assert response.status_code == 422
     assert f'id="valid-until-error" role="alert">{message}' in _text(response)
     assert reloaded(doc).valid_until is None
@@ -241,20 +221,20 @@ def test_a_valid_until_that_is_not_a_coming_day_is_refused_next_to_the_field(adm
 
 def test_the_end_date_can_be_removed(admin_client, tenant):
     doc = add_document(tenant, valid_until=utcnow() + timedelta(days=3))
-    assert _form(admin_client, f"/knowledge/{doc.id}/valid-until", {"clear": "1"}).status_code == 302
+    assert post_form(admin_client, f"/knowledge/{doc.id}/valid-until", {"clear": "1"}).status_code == 302
     assert reloaded(doc).valid_until is None
 
 
 def test_expire_now_withdraws_the_document(admin_client, tenant):
     doc = add_document(tenant, "published", processed=True)
-    assert _form(admin_client, f"/knowledge/{doc.id}/expire", {}).status_code == 302
+    assert post_form(admin_client, f"/knowledge/{doc.id}/expire", {}).status_code == 302
     assert reloaded(doc).status == "expired"
     assert "not usable: expired" in _text(admin_client.get(f"/knowledge/{doc.id}"))
 
 
 def test_publishing_an_expired_processed_version_makes_it_usable_again(admin_client, tenant, app, redis_conn):
     doc = add_document(tenant, "expired", processed=True)
-    _form(admin_client, f"/knowledge/{doc.id}/publish", {"version": 1})
+    post_form(admin_client, f"/knowledge/{doc.id}/publish", {"version": 1})
     assert knowledge.usability(reloaded(doc), utcnow()).usable
     work(app, redis_conn, DEFAULT)
     assert reloaded(doc).safe_processed is True
@@ -263,9 +243,9 @@ def test_publishing_an_expired_processed_version_makes_it_usable_again(admin_cli
 def test_changes_are_audited_without_the_body(admin_client, tenant):
     from core.audit import AuditEntry
 
-    _form(admin_client, "/knowledge", {"title": "Audited", "body": "Secret-ish body"})
+    post_form(admin_client, "/knowledge", {"title": "Audited", "body": "Secret-ish body"})
     doc = db.session.scalar(select(KnowledgeDocument))
-    _form(admin_client, f"/knowledge/{doc.id}/publish", {"version": 1})
+    post_form(admin_client, f"/knowledge/{doc.id}/publish", {"version": 1})
     entries = db.session.scalars(select(AuditEntry).order_by(AuditEntry.created_at)).all()
     assert [e.action for e in entries] == ["knowledge.created", "knowledge.published"]
     assert all("Secret-ish" not in str(e.summary) for e in entries)
@@ -327,8 +307,8 @@ def test_processing_twice_writes_once(tenant):
 
 def test_a_stale_job_after_an_edit_writes_nothing(admin_client, tenant, app, redis_conn):
     doc = add_document(tenant, body="Version one")
-    _form(admin_client, f"/knowledge/{doc.id}/publish", {"version": 1})
-    _form(admin_client, f"/knowledge/{doc.id}/versions", {"version": 1, "title": "T", "body": "Version two"})
+    post_form(admin_client, f"/knowledge/{doc.id}/publish", {"version": 1})
+    post_form(admin_client, f"/knowledge/{doc.id}/versions", {"version": 1, "title": "T", "body": "Version two"})
     work(app, redis_conn, DEFAULT)
     doc = reloaded(doc)
     assert (doc.version, doc.status, doc.safe_processed, doc.safe_body) == (2, "draft", False, None)
@@ -372,7 +352,7 @@ def test_knowledge_market_lists_short_articles_with_origin_and_licence(admin_cli
 
 def test_importing_an_article_creates_a_draft_keeping_origin_and_licence(admin_client, tenant):
     article = ARTICLES[1]
-    response = _form(admin_client, f"/template-market/knowledge/{article['slug']}/import", {})
+    response = post_form(admin_client, f"/template-market/knowledge/{article['slug']}/import", {})
     doc = db.session.scalar(select(KnowledgeDocument))
     assert response.status_code == 302 and response.headers["Location"] == f"/knowledge/{doc.id}"
     assert (doc.tenant_id, doc.status, doc.version, doc.title, doc.body) == \
@@ -382,7 +362,7 @@ def test_importing_an_article_creates_a_draft_keeping_origin_and_licence(admin_c
 
 
 def test_importing_an_unknown_article_is_not_found(admin_client):
-    assert _form(admin_client, "/template-market/knowledge/nope/import", {}).status_code == 404
+    assert post_form(admin_client, "/template-market/knowledge/nope/import", {}).status_code == 404
 
 
 def test_the_demo_seed_processes_its_published_documents(app):

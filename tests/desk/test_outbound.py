@@ -14,28 +14,19 @@ from core.queue_names import WEBHOOKS
 from core.crypto import decrypt
 from core.db import db
 from desk import outbound
-from desk.channels import create_channel
 from desk.models import Channel, ChannelDelivery, ChannelDeliveryAttempt, Conversation, Customer
 from tests.conftest import csrf_from, egress_env, seat, worker_killed_once
-from tests.desk.test_composer import send
-from tests.desk.test_handling import HX, browser_of
-from tests.openapi.test_webhooks import verify, work
+from tests.support.desk import HX, browser_of, send_reply
+from tests.support.openapi import deliver, verify
 
 
 @pytest.fixture
-def channel(tenant):
-    found, _ = create_channel(tenant.id, "Website chat")
-    db.session.commit()
-    return found
-
-
-@pytest.fixture
-def chat(tenant, channel) -> Conversation:
+def chat(tenant, chat_channel) -> Conversation:
     """A conversation on the channel with a customer known to it."""
     customer = Customer(tenant_id=tenant.id, name="Wang Fang", external_id="wx-42")
     db.session.add(customer)
     db.session.flush()
-    found = Conversation(tenant_id=tenant.id, customer_id=customer.id, channel_id=channel.id)
+    found = Conversation(tenant_id=tenant.id, customer_id=customer.id, channel_id=chat_channel.id)
     db.session.add(found)
     db.session.commit()
     return found
@@ -47,9 +38,9 @@ def set_endpoint(admin_client, channel, url: str):
 
 
 @pytest.fixture
-def endpoint(admin_client, channel, receiver) -> str:
+def endpoint(admin_client, chat_channel, receiver) -> str:
     """The channel's endpoint set on the console page: the secret, as shown once."""
-    page = set_endpoint(admin_client, channel, receiver.url("localhost")).get_data(as_text=True)
+    page = set_endpoint(admin_client, chat_channel, receiver.url("localhost")).get_data(as_text=True)
     return page.split('id="shown-secret" type="text" readonly value="', 1)[1].split('"', 1)[0]
 
 
@@ -59,9 +50,9 @@ def deliveries() -> list[ChannelDelivery]:
 
 
 def test_a_reply_is_delivered_signed_like_open_api_webhooks(agent_client, chat, endpoint, receiver, redis_conn):
-    response = send(agent_client, chat, "您的包裹已发出")
+    response = send_reply(agent_client, chat, "您的包裹已发出")
     assert "Sending…" in response.get_data(as_text=True)  # stored at once, shown as sending
-    work(redis_conn)
+    deliver(redis_conn)
     (seen,) = receiver.received
     assert verify(endpoint, seen.headers, seen.body)
     body = json.loads(seen.body)
@@ -74,23 +65,23 @@ def test_a_reply_is_delivered_signed_like_open_api_webhooks(agent_client, chat, 
 
 
 def test_a_private_note_is_never_delivered(agent_client, chat, endpoint, receiver, redis_conn):
-    send(agent_client, chat, "internal only", private=True)
-    work(redis_conn)
+    send_reply(agent_client, chat, "internal only", private=True)
+    deliver(redis_conn)
     assert receiver.received == [] and deliveries() == []
 
 
 def test_without_an_endpoint_a_reply_is_stored_only(agent_client, chat, receiver, redis_conn):
-    response = send(agent_client, chat, "stored only")
-    work(redis_conn)
+    response = send_reply(agent_client, chat, "stored only")
+    deliver(redis_conn)
     assert receiver.received == [] and deliveries() == []
     assert "no outbound endpoint" in response.get_data(as_text=True)
 
 
 def test_a_retried_post_queues_one_delivery(agent_client, chat, endpoint, receiver, redis_conn):
     client_id = uuid.uuid4()
-    send(agent_client, chat, "once", client_id=client_id)
-    send(agent_client, chat, "once", client_id=client_id)
-    work(redis_conn)
+    send_reply(agent_client, chat, "once", client_id=client_id)
+    send_reply(agent_client, chat, "once", client_id=client_id)
+    deliver(redis_conn)
     assert len(receiver.received) == 1 and len(deliveries()) == 1
 
 
@@ -98,9 +89,9 @@ def test_a_failing_endpoint_ends_failed_after_the_webhook_schedule_and_retry_sen
         app, agent_client, chat, endpoint, receiver, redis_conn, monkeypatch):
     monkeypatch.setitem(app.config, "WEBHOOK_RETRY_INTERVALS", (0,) * 7)
     receiver.default = (503, {}, b"down")
-    send(agent_client, chat, "please arrive")
+    send_reply(agent_client, chat, "please arrive")
     message_id = deliveries()[0].message_id
-    work(redis_conn, rounds=3)
+    deliver(redis_conn, rounds=3)
     [failed] = deliveries()
     assert failed.status == "failed" and failed.attempts == 8 and len(receiver.received) == 8
     thread = agent_client.get(f"/workbench/conversations/{chat.id}", headers=HX).get_data(as_text=True)
@@ -111,39 +102,39 @@ def test_a_failing_endpoint_ends_failed_after_the_webhook_schedule_and_retry_sen
     assert retried.status_code == 200 and "Sending…" in retried.get_data(as_text=True)
     again = agent_client.post(f"/workbench/messages/{message_id}/retry", headers=HX, data={"csrf_token": token})
     assert again.status_code == 422 and "being sent or was sent" in again.get_data(as_text=True)
-    work(redis_conn)
+    deliver(redis_conn)
     assert [d.status for d in deliveries()] == ["retried", "delivered"] and len(receiver.received) == 9
     state = agent_client.get(f"/workbench/messages/{message_id}/delivery", headers=HX).get_data(as_text=True)
     assert "Sent" in state and "hx-trigger" not in state  # final: it stops polling
 
 
 def test_the_sweeper_requeues_an_interrupted_reply_delivery(app, agent_client, chat, endpoint, receiver, redis_conn):
-    send(agent_client, chat, "eventually")
+    send_reply(agent_client, chat, "eventually")
     Queue(WEBHOOKS, connection=redis_conn).empty()  # the worker died with the job
     db.session.execute(update(ChannelDelivery).values(next_attempt_at=utcnow() - timedelta(minutes=5)))
     db.session.commit()
     assert outbound.sweep() == 1
-    work(redis_conn)
+    deliver(redis_conn)
     assert [d.status for d in deliveries()] == ["delivered"] and len(receiver.received) == 1
 
 
 def test_a_worker_killed_mid_reply_delivery_delivers_it_again_under_the_same_id(app, app_config, agent_client, chat,
                                                                                  endpoint, receiver, redis_conn):
     receiver.answers.append((200, {}, b"too late", 30))  # the first attempt stalls: the worker dies in it
-    send(agent_client, chat, "cut short")
+    send_reply(agent_client, chat, "cut short")
     worker_killed_once(app_config, lambda: receiver.received, **egress_env(app))
     assert [d.status for d in deliveries()] == ["pending"]
     db.session.execute(update(ChannelDelivery).values(next_attempt_at=utcnow() - timedelta(minutes=5)))  # lease lapsed
     db.session.commit()
     assert outbound.sweep() == 1
-    work(redis_conn)
+    deliver(redis_conn)
     assert [d.status for d in deliveries()] == ["delivered"] and len(receiver.received) == 2
     assert len({seen.headers["X-Service-Event-Id"] for seen in receiver.received}) == 1
 
 
-def test_the_outbound_secret_is_shown_once_and_stored_encrypted(admin_client, channel, endpoint):
+def test_the_outbound_secret_is_shown_once_and_stored_encrypted(admin_client, chat_channel, endpoint):
     db.session.expire_all()
-    stored = db.session.get(Channel, channel.id)
+    stored = db.session.get(Channel, chat_channel.id)
     assert endpoint not in stored.outbound_secret_encrypted and decrypt(stored.outbound_secret_encrypted) == endpoint
     assert endpoint not in admin_client.get("/channels").get_data(as_text=True)
 
@@ -161,20 +152,21 @@ def test_the_outbound_secret_is_shown_once_and_stored_encrypted(admin_client, ch
                                       ("https://100.64.0.1/x", "non-public address"),
                                       ("https://127.1/x", "in its plain form"),
                                       ("https://internal.example.com/x", "non-public address")])
-def test_a_bad_endpoint_is_refused_next_to_its_field(admin_client, channel, dns, url, says):
+def test_a_bad_endpoint_is_refused_next_to_its_field(admin_client, chat_channel, dns, url, says):
     dns["internal.example.com"] = [["192.168.1.1"]]
-    response = set_endpoint(admin_client, channel, url)
+    response = set_endpoint(admin_client, chat_channel, url)
     assert response.status_code == 422 and says in response.get_data(as_text=True)
     db.session.expire_all()
-    assert db.session.get(Channel, channel.id).outbound_url is None
+    assert db.session.get(Channel, chat_channel.id).outbound_url is None
 
 
-def test_removing_the_endpoint_stores_replies_only(admin_client, agent_client, chat, channel, endpoint, receiver,
+def test_removing_the_endpoint_stores_replies_only(admin_client, agent_client, chat, chat_channel, endpoint, receiver,
                                                    redis_conn):
     token = csrf_from(admin_client.get("/channels").get_data(as_text=True))
-    assert admin_client.post(f"/channels/{channel.id}/outbound/delete", data={"csrf_token": token}).status_code == 302
-    send(agent_client, chat, "after removal")
-    work(redis_conn)
+    removed = admin_client.post(f"/channels/{chat_channel.id}/outbound/delete", data={"csrf_token": token})
+    assert removed.status_code == 302
+    send_reply(agent_client, chat, "after removal")
+    deliver(redis_conn)
     assert receiver.received == [] and deliveries() == []
 
 
@@ -193,13 +185,13 @@ def test_an_administrator_creates_a_channel_and_sees_its_inbound_secret_once(adm
     assert db.session.scalar(select(Channel.name).where(Channel.tenant_id == tenant.id)) == "WeChat"
 
 
-def test_another_tenants_channel_and_messages_are_not_found(app, other_tenant, channel, chat, agent_client,
+def test_another_tenants_channel_and_messages_are_not_found(app, other_tenant, chat_channel, chat, agent_client,
                                                             endpoint):
     stranger = browser_of(app, seat(other_tenant, "admin"))
     token = csrf_from(stranger.get("/channels").get_data(as_text=True))
-    assert stranger.post(f"/channels/{channel.id}/outbound", data={"csrf_token": token,
-                                                                   "url": "https://x.example/"}).status_code == 404
-    send(agent_client, chat, "mine")
+    assert stranger.post(f"/channels/{chat_channel.id}/outbound", data={"csrf_token": token,
+                                                                        "url": "https://x.example/"}).status_code == 404
+    send_reply(agent_client, chat, "mine")
     message_id = deliveries()[0].message_id
     assert stranger.get(f"/workbench/messages/{message_id}/delivery", headers=HX).status_code == 404
     assert stranger.post(f"/workbench/messages/{message_id}/retry", headers=HX,
@@ -211,7 +203,7 @@ def test_agents_cannot_reach_the_channels_page(agent_client):
 
 
 def test_attempts_are_recorded_per_delivery(agent_client, chat, endpoint, receiver, redis_conn):
-    send(agent_client, chat, "counted")
-    work(redis_conn)
+    send_reply(agent_client, chat, "counted")
+    deliver(redis_conn)
     [attempt] = db.session.scalars(select(ChannelDeliveryAttempt)).all()
     assert attempt.status_code == 200 and attempt.number == 1 and attempt.event_id == deliveries()[0].id

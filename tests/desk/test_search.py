@@ -1,32 +1,16 @@
 """Workbench search: customer fields, message content, Beijing date range with the end day whole,
 every condition together, the 200-conversation scan bound with "continue looking", isolation."""
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
-from sqlalchemy import insert
 
-from core.clock import BEIJING, utcnow
-from core.db import db
-from desk.models import Conversation, Customer, Message
+from core.clock import utcnow
 from desk.search import SCAN_STEP
-from tests.desk.test_handling import HX
-from tests.rules.test_runs_pages import _statements
+from tests.support.desk import HX
+from tests.support.search import beijing, fillers, make
+from tests.support.sql import statements
 
 CONTINUE = "Continue looking for older conversations"
-
-
-def make(tenant, name="Olga", at=None, text="hello", phone=None, email=None, note="", kind="public",
-         direction="inbound", attachments=None) -> Conversation:
-    customer = Customer(tenant_id=tenant.id, name=name, phone=phone, email=email, support_note=note)
-    db.session.add(customer)
-    db.session.flush()
-    conversation = Conversation(tenant_id=tenant.id, customer_id=customer.id, last_activity_at=at or utcnow())
-    db.session.add(conversation)
-    db.session.flush()
-    db.session.add(Message(tenant_id=tenant.id, conversation_id=conversation.id, direction=direction, kind=kind,
-                           text=text, attachments=attachments or []))
-    db.session.commit()
-    return conversation
 
 
 def search(browser, **args) -> str:
@@ -64,43 +48,27 @@ def test_every_condition_must_hold(agent_client, tenant):
     assert "Wang Wei" in page and "Wang Fang" not in page
 
 
-def _beijing(day: str, clock: str) -> datetime:
-    return datetime.fromisoformat(f"{day}T{clock}").replace(tzinfo=BEIJING)
-
-
 def test_the_end_date_is_included_to_235959_beijing_and_the_next_midnight_is_not(agent_client, tenant):
-    make(tenant, "Last Second", at=_beijing("2026-11-20", "23:59:59.999999"))
-    make(tenant, "Next Midnight", at=_beijing("2026-11-21", "00:00:00"))
-    make(tenant, "First Midnight", at=_beijing("2026-11-19", "00:00:00"))
-    make(tenant, "Day Before", at=_beijing("2026-11-18", "23:59:59"))
+    make(tenant, "Last Second", at=beijing("2026-11-20", "23:59:59.999999"))
+    make(tenant, "Next Midnight", at=beijing("2026-11-21", "00:00:00"))
+    make(tenant, "First Midnight", at=beijing("2026-11-19", "00:00:00"))
+    make(tenant, "Day Before", at=beijing("2026-11-18", "23:59:59"))
     page = search(agent_client, **{"from": "2026-11-19", "to": "2026-11-20"})
     assert "Last Second" in page and "First Midnight" in page
     assert "Next Midnight" not in page and "Day Before" not in page
 
 
 def test_one_sided_date_ranges(agent_client, tenant):
-    make(tenant, "Old Case", at=_beijing("2026-01-05", "12:00:00"))
-    make(tenant, "New Case", at=_beijing("2026-11-05", "12:00:00"))
+    make(tenant, "Old Case", at=beijing("2026-01-05", "12:00:00"))
+    make(tenant, "New Case", at=beijing("2026-11-05", "12:00:00"))
     assert "Old Case" not in search(agent_client, **{"from": "2026-06-01"})
     assert "New Case" not in search(agent_client, to="2026-06-01")
-
-
-def _many(tenant, count: int, newest: datetime) -> None:
-    """`count` conversations, one minute apart from `newest` back, without a match."""
-    customers = [{"id": __import__("uuid").uuid4(), "tenant_id": tenant.id, "name": f"Filler {n}", "support_note": "",
-                  "created_at": newest, "updated_at": newest} for n in range(count)]
-    db.session.execute(insert(Customer), customers)
-    db.session.execute(insert(Conversation), [
-        {"id": __import__("uuid").uuid4(), "tenant_id": tenant.id, "customer_id": c["id"], "status": "open",
-         "bot_active": False, "created_at": newest, "updated_at": newest,
-         "last_activity_at": newest - timedelta(minutes=n)} for n, c in enumerate(customers)])
-    db.session.commit()
 
 
 def test_a_match_beyond_the_first_200_appears_only_after_continue_looking(agent_client, tenant):
     now = utcnow()
     make(tenant, "Needle Person", at=now - timedelta(days=1))  # the 201st most recent
-    _many(tenant, SCAN_STEP, now)
+    fillers(tenant, SCAN_STEP, now)
     first = search(agent_client, q="needle")
     assert "Needle Person" not in first and CONTINUE in first
     assert "No match found so far among the 200 most recent conversations" in first
@@ -154,8 +122,8 @@ def test_without_javascript_a_search_is_a_whole_page(agent_client, tenant):
 
 
 def test_a_search_step_costs_the_same_statements_for_20_and_400_conversations(app, agent_client, tenant):
-    _many(tenant, 20, utcnow())
-    few = _statements(app, lambda: search(agent_client, q="needle", content="x"))
-    _many(tenant, 380, utcnow() - timedelta(days=1))
-    many = _statements(app, lambda: search(agent_client, q="needle", content="x"))
+    fillers(tenant, 20, utcnow())
+    few = statements(app, lambda: search(agent_client, q="needle", content="x"))
+    fillers(tenant, 380, utcnow() - timedelta(days=1))
+    many = statements(app, lambda: search(agent_client, q="needle", content="x"))
     assert few == many

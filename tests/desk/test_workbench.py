@@ -10,7 +10,7 @@ from core.db import db
 from desk.models import Conversation, Customer, Message
 from desk.panels import PANELS
 from tests.conftest import seat
-from tests.rules.test_runs_pages import _statements
+from tests.support.sql import statements
 
 
 def _conversation(tenant, name, status="open", assignee=None, text="hello") -> Conversation:
@@ -181,16 +181,16 @@ def test_the_page_costs_the_same_statements_for_3_and_40_conversations_and_a_qui
         app, agent_client, tenant):
     for n in range(3):
         _conversation(tenant, f"Customer {n}")
-    few = _statements(app, lambda: agent_client.get("/workbench"))
+    few = statements(app, lambda: agent_client.get("/workbench"))
     quiet = _since(agent_client)
-    assert _statements(app, lambda: agent_client.get("/workbench/changes", query_string={"since": quiet})) == 1
+    assert statements(app, lambda: agent_client.get("/workbench/changes", query_string={"since": quiet})) == 1
     for n in range(3, 40):
         _conversation(tenant, f"Customer {n}")
     page = []
-    assert _statements(app, lambda: page.append(agent_client.get("/workbench").get_data(as_text=True))) == few
+    assert statements(app, lambda: page.append(agent_client.get("/workbench").get_data(as_text=True))) == few
     assert page[0].count("Customer ") >= 40
     quiet = _since(agent_client)
-    assert _statements(app, lambda: agent_client.get("/workbench/changes", query_string={"since": quiet})) == 1
+    assert statements(app, lambda: agent_client.get("/workbench/changes", query_string={"since": quiet})) == 1
 
 @pytest.mark.parametrize("role", ["admin", "supervisor", "agent"])
 def test_every_role_reaches_the_workbench_and_sees_the_tenants_conversations(app, tenant, role):

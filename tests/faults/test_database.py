@@ -1,6 +1,5 @@
 """PostgreSQL's own faults, on the suite's own cluster: a row lock held too long, a job cut by its
 timeout, and a database that refuses writes as a failed-over old primary does."""
-import json
 import subprocess
 import time
 
@@ -9,7 +8,6 @@ import pytest
 from sqlalchemy import text
 
 from core.config import PROJECT_ROOT
-from core.crypto import hmac_sha256_hex
 from core.db import db
 from core.queue import enqueue
 from core.queue_names import DEFAULT
@@ -17,16 +15,7 @@ from desk.channels import create_channel
 from desk.tenancy import create_tenant
 from tests.conftest import FLASK, build_app
 from tests.faults.stores import host_env
-
-
-def inbound(client, channel_id, secret: str, message_id: str, customer: str = "c-1"):
-    """POST one signed inbound channel message, as the channel's server does."""
-    raw = json.dumps({"message_id": message_id, "text": "Where is my parcel?",
-                      "customer": {"external_id": customer, "name": "Fault Customer"}}).encode()
-    stamp = str(int(time.time()))
-    return client.post(f"/api/channels/{channel_id}/messages", data=raw, content_type="application/json",
-                       headers={"X-Channel-Timestamp": stamp,
-                                "X-Channel-Signature": "v1=" + hmac_sha256_hex(secret, stamp.encode() + b"." + raw)})
+from tests.support.faults import inbound
 
 
 @pytest.fixture

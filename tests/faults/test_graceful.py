@@ -13,7 +13,7 @@ from core.queue_names import DEFAULT
 from desk.channels import create_channel
 from desk.tenancy import create_tenant
 from tests.faults.stores import Host, host_env
-from tests.faults.test_database import inbound
+from tests.support.faults import inbound
 
 
 class _Client:

@@ -28,10 +28,10 @@ from openapi.models import WebhookEvent
 from tests.conftest import login, seat
 from tests.faults.stores import ROLES, Host, host_env
 from tests.peers import HttpsReceiver
-from tests.rules.test_message_events import SWITCHES, publish
-from tests.rules.test_service import KEYWORD, MESSAGE_EVENT, RulesApi, message_rule
-from tests.studio.conftest import ConsoleApi
-from tests.studio.test_actions import action_definition, bound
+from tests.support.actions import action_definition, bound
+from tests.support.rule_runs import publish_rule as publish
+from tests.support.rules import CONTINUOUS_SWITCHES as SWITCHES, KEYWORD, MESSAGE_EVENT, RulesApi, message_rule
+from tests.support.studio import ConsoleApi
 
 APPLICATIONS = 4  # Open API applications sharing the load: each may write 60 records a minute
 TICK, LEASE = 2, 5  # the clocks' seconds, shortened so a lost lease shows within the suite's time

@@ -19,7 +19,7 @@ from desk.tenancy import create_tenant
 from studio.models import StudioRecord
 from tests.conftest import RUNNER, login, seat
 from tests.faults.stores import host_env
-from tests.studio.conftest import ConsoleApi, sample_definition
+from tests.support.studio import ConsoleApi, sample_definition
 
 SOURCE = "if (input.title === 'loop') { while (true) {} }\nreturn {title: input.title.toUpperCase()};"
 

@@ -7,7 +7,7 @@ from rq.registry import FailedJobRegistry, StartedJobRegistry
 
 from core.queue_names import DEFAULT
 from jobs.worker import AppWorker
-from tests.core.test_metrics import delta, scrape
+from tests.support.metrics import delta, scrape
 
 
 def _left_in_the_started_registry(redis_conn, job) -> StartedJobRegistry:

@@ -15,8 +15,8 @@ from core.config import PROJECT_ROOT
 from core.queue_names import DEFAULT, WEBHOOKS
 from jobs.clock import CATCH_UP_SLOTS, LEASE_KEY, SLOT_KEY, Clock
 from tests.conftest import CLOCK
-from tests.core.test_metrics import scrape, value
 from tests.peers import Forwarder
+from tests.support.metrics import scrape, value
 
 TICK, LEASE = 1, 3  # seconds, for the processes under test
 

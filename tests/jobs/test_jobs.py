@@ -14,8 +14,8 @@ from core.queue_names import ALL_QUEUES, DEFAULT, EVENTS, SCRIPTS
 from core.redis import get_redis
 from desk import events
 from jobs import cron, wiring
-from jobs.worker import AppWorker
 from tests.conftest import CLOCK, FLASK, RUNNER, process_env
+from tests.support.jobs import work
 
 SEEN = "test:events:seen"
 RECORD_EVENT = "tests.jobs.test_jobs.record_event"
@@ -63,11 +63,6 @@ def on_tick(app, monkeypatch, *paths: str) -> None:
 @pytest.fixture
 def subscribed(app, monkeypatch):
     subscribe(app, monkeypatch, RECORD_EVENT)
-
-
-def work(app, redis_conn, *names: str) -> None:
-    """Drain the queues with the worker class `flask jobs worker` runs (non-forking, in burst mode)."""
-    AppWorker([Queue(n, connection=redis_conn) for n in names], connection=redis_conn, app=app).work(burst=True)
 
 
 def test_message_received_event_reaches_subscribers_through_a_worker(app, redis_conn, subscribed):

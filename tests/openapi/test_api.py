@@ -15,19 +15,11 @@ from core.db import db
 from desk.models import Customer, Tenant
 from openapi.models import OpenApp, OpenRecord, WebhookEvent
 from tests.conftest import LONG_WINDOW
-from tests.openapi.conftest import OpenClient
+from tests.support.openapi import OpenClient, add_customers
 
 
 def code(response) -> str:
     return response.get_json()["error"]["code"]
-
-
-def add_customers(tenant, count: int) -> list[Customer]:
-    customers = [Customer(tenant_id=tenant.id, name=f"Customer {n}", phone=f"+86 1380000{n:04d}" if n % 2 else None,
-                          email=f"c{n}@mail.example", support_note=f"note {n}") for n in range(count)]
-    db.session.add_all(customers)
-    db.session.commit()
-    return customers
 
 
 # --- authentication ------------------------------------------------------------------------

@@ -3,8 +3,8 @@ import uuid
 
 from core.db import db
 from openapi.models import OpenApp
-from tests.desk.test_cli import run
-from tests.openapi.conftest import OpenClient
+from tests.support.cli import run
+from tests.support.openapi import OpenClient
 
 
 def test_open_apps_create_prints_working_credentials_once(app, tenant):

@@ -5,6 +5,7 @@ import sys
 
 from openapi.api import bp, openapi_document
 from openapi.apps import SCOPES
+from tests.support.openapi import add_customers
 
 METHODS = {"get", "post", "put", "patch", "delete"}
 
@@ -41,8 +42,6 @@ def test_every_error_code_the_api_raises_is_documented():
 
 def test_schemathesis_finds_no_server_error_or_schema_violation(live_server, make_open_app, app, monkeypatch,
                                                                  tenant, tmp_path):
-    from tests.openapi.test_api import add_customers
-
     monkeypatch.setitem(app.config, "OPEN_API_RATE_LIMIT", 100_000)
     add_customers(tenant, 3)
     _, client, _ = make_open_app()

@@ -12,7 +12,7 @@ from desk.handoff import issue_link_token
 from desk.sessions import IMPERSONATION
 from openapi.models import OpenApp, OpenTenantUsage, WebhookAttempt, WebhookEvent
 from tests.conftest import csrf_from
-from tests.openapi.conftest import OpenClient
+from tests.support.openapi import OpenClient
 
 TOKEN_RE = re.compile(r'id="api-token" class="secret" readonly value="([^"]+)"')
 

@@ -1,13 +1,9 @@
 """Signed webhooks delivered by real RQ workers to a real HTTPS receiver on loopback."""
-import hashlib
-import hmac
 import json
 import time
-import uuid
 from datetime import timedelta
 
-import pytest
-from rq import Queue, SimpleWorker
+from rq import Queue
 from rq.registry import ScheduledJobRegistry
 from sqlalchemy import select, update
 
@@ -18,26 +14,7 @@ from openapi import webhooks
 from openapi.apps import revoke
 from openapi.models import WebhookAttempt, WebhookEvent
 from tests.conftest import egress_env, worker_killed_once
-
-
-@pytest.fixture
-def hooked(make_open_app, receiver):
-    """An application whose events go to the receiver at https://localhost:<port>/hook."""
-    found, client, made = make_open_app(["app.records.write"], webhook_url=receiver.url("localhost"))
-    return found, client, made.signing_secret
-
-
-def work(redis_conn, rounds: int = 1) -> None:
-    """Run a real worker (with RQ's scheduler) over the webhooks queue until it is empty."""
-    worker = SimpleWorker([Queue(WEBHOOKS, connection=redis_conn)], connection=redis_conn)
-    for _ in range(rounds):
-        worker.work(burst=True, with_scheduler=True)
-
-
-def create(client) -> str:
-    response = client.post_record({"order": "A-1"}, str(uuid.uuid4()))
-    assert response.status_code == 201
-    return response.get_json()["data"]["record_id"]
+from tests.support.openapi import create_record, deliver, verify
 
 
 def the_event() -> WebhookEvent:
@@ -45,18 +22,10 @@ def the_event() -> WebhookEvent:
     return db.session.scalar(select(WebhookEvent))
 
 
-def verify(secret: str, headers: dict, body: bytes) -> bool:
-    """The receiver's check, written from the documented algorithm (not from our code)."""
-    timestamp = headers["X-Service-Timestamp"]
-    expected = "v1=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    return len(timestamp) == 10 and timestamp.isdigit() and abs(time.time() - int(timestamp)) < 300 \
-        and hmac.compare_digest(expected, headers["X-Service-Signature"])
-
-
 def test_a_created_record_is_delivered_signed(hooked, receiver, redis_conn):
     _, client, secret = hooked
-    record_id = create(client)
-    work(redis_conn)
+    record_id = create_record(client)
+    deliver(redis_conn)
     (seen,) = receiver.received
     body = json.loads(seen.body)
     assert verify(secret, seen.headers, seen.body)
@@ -70,8 +39,8 @@ def test_a_created_record_is_delivered_signed(hooked, receiver, redis_conn):
 
 def test_a_tampered_body_fails_the_documented_check(hooked, receiver, redis_conn):
     _, client, secret = hooked
-    create(client)
-    work(redis_conn)
+    create_record(client)
+    deliver(redis_conn)
     (seen,) = receiver.received
     assert not verify(secret, seen.headers, seen.body.replace(b"v1", b"v2"))
     assert not verify("whsec_other", seen.headers, seen.body)
@@ -82,9 +51,9 @@ def test_a_receiver_failing_three_times_gets_four_attempts_on_schedule(hooked, r
     monkeypatch.setitem(app.config, "WEBHOOK_RETRY_INTERVALS", (2, 3, 4, 1, 1, 1, 1))
     _, client, secret = hooked
     receiver.answers.extend([(500, {}, b"no")] * 3)
-    create(client)
+    create_record(client)
     for _ in range(80):
-        work(redis_conn)
+        deliver(redis_conn)
         if the_event().status != "pending":
             break
         time.sleep(0.25)
@@ -105,8 +74,8 @@ def test_after_eight_failed_attempts_the_event_is_failed(hooked, receiver, redis
     monkeypatch.setitem(app.config, "WEBHOOK_RETRY_INTERVALS", (0,) * 7)
     _, client, _ = hooked
     receiver.default = (503, {}, b"down")
-    create(client)
-    work(redis_conn, rounds=3)
+    create_record(client)
+    deliver(redis_conn, rounds=3)
     event = the_event()
     assert event.status == "failed" and event.attempts == 8 and len(receiver.received) == 8
     assert [a.status_code for a in db.session.scalars(select(WebhookAttempt))] == [503] * 8
@@ -115,11 +84,11 @@ def test_after_eight_failed_attempts_the_event_is_failed(hooked, receiver, redis
 def test_in_production_retries_come_thirty_seconds_later_doubling_to_1920(hooked, receiver, redis_conn):
     _, client, _ = hooked
     receiver.default = (503, {}, b"down")
-    create(client)
+    create_record(client)
     scheduled = ScheduledJobRegistry(WEBHOOKS, connection=redis_conn)
     waits = []
     for _ in range(8):
-        work(redis_conn)
+        deliver(redis_conn)
         if the_event().status != "pending":
             break
         attempt = db.session.scalars(select(WebhookAttempt).order_by(WebhookAttempt.number.desc())).first()
@@ -140,24 +109,24 @@ def test_a_refused_address_is_an_attempt_that_failed(make_open_app, receiver, re
     monkeypatch.setitem(app.config, "WEBHOOK_RETRY_INTERVALS", (0,) * 7)
     _, client, _ = make_open_app(["app.records.write"], webhook_url=receiver.url("localhost"))
     monkeypatch.setitem(app.config, "EGRESS_ALLOW_CIDRS", None)  # loopback is internal again
-    create(client)
-    work(redis_conn, rounds=3)
+    create_record(client)
+    deliver(redis_conn, rounds=3)
     assert receiver.received == []
     assert {a.error for a in db.session.scalars(select(WebhookAttempt))} == {"address_not_public"}
 
 
 def test_revocation_cancels_undelivered_events(hooked, receiver, redis_conn, tenant, admin):
     found, client, _ = hooked
-    create(client)
+    create_record(client)
     revoke(tenant.id, admin.user_id, found.id)
     db.session.commit()
-    work(redis_conn)
+    deliver(redis_conn)
     assert receiver.received == [] and the_event().status == "cancelled"
 
 
 def test_applications_without_a_url_get_no_events(make_open_app, redis_conn):
     _, client, made = make_open_app(["app.records.write"])
-    create(client)
+    create_record(client)
     assert made.signing_secret is None and db.session.scalar(select(WebhookEvent)) is None
     assert Queue(WEBHOOKS, connection=redis_conn).count == 0
 
@@ -165,23 +134,23 @@ def test_applications_without_a_url_get_no_events(make_open_app, redis_conn):
 def test_the_signing_secret_is_encrypted_and_never_logged(hooked, receiver, redis_conn, caplog):
     found, client, secret = hooked
     assert secret not in found.signing_secret_encrypted
-    create(client)
+    create_record(client)
     with caplog.at_level("DEBUG"):
-        work(redis_conn)
+        deliver(redis_conn)
     assert len(receiver.received) == 1 and secret not in caplog.text
 
 
 def test_a_worker_killed_mid_delivery_still_delivers(hooked, receiver, redis_conn, app, app_config):
     _, client, secret = hooked
     receiver.answers.append((200, {}, b"too late", 30))  # the first attempt stalls: the worker dies in it
-    create(client)
+    create_record(client)
     worker_killed_once(app_config, lambda: receiver.received, **egress_env(app))
     assert len(receiver.received) == 1 and the_event().status == "pending"
     # Time passes beyond the attempt's lease; the tick's sweeper finds the interrupted delivery.
     db.session.execute(update(WebhookEvent).values(next_attempt_at=utcnow() - timedelta(minutes=5)))
     db.session.commit()
     assert webhooks.sweep() == 1
-    work(redis_conn)
+    deliver(redis_conn)
     event = the_event()
     assert event.status == "delivered" and len(receiver.received) == 2
     assert receiver.received[0].headers["X-Service-Event-Id"] == receiver.received[1].headers["X-Service-Event-Id"]
@@ -192,7 +161,7 @@ def test_a_worker_killed_mid_delivery_still_delivers(hooked, receiver, redis_con
 
 def test_a_stray_job_after_the_last_attempt_adds_no_attempt(hooked, receiver, redis_conn):
     _, client, _ = hooked
-    create(client)
+    create_record(client)
     db.session.execute(update(WebhookEvent).values(attempts=8))
     db.session.commit()
     webhooks.deliver(str(the_event().id))
@@ -201,7 +170,7 @@ def test_a_stray_job_after_the_last_attempt_adds_no_attempt(hooked, receiver, re
 
 def test_an_attempt_is_not_made_before_it_is_due(hooked, receiver):
     _, client, _ = hooked
-    create(client)
+    create_record(client)
     db.session.execute(update(WebhookEvent).values(next_attempt_at=utcnow() + timedelta(minutes=5)))
     db.session.commit()
     assert webhooks.deliver(str(the_event().id)) == "not claimed"

@@ -5,7 +5,7 @@ import uuid
 import pytest
 
 from core.config import PROJECT_ROOT
-from tests.openapi.test_webhooks import work
+from tests.support.openapi import deliver
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def example() -> dict:
 def test_the_documented_receiver_accepts_a_delivery_once(example, make_open_app, receiver, redis_conn, tmp_path):
     _, client, made = make_open_app(["app.records.write"], webhook_url=receiver.url("localhost"))
     client.post_record({"order": "A-7"}, str(uuid.uuid4()))
-    work(redis_conn)
+    deliver(redis_conn)
     (seen,) = receiver.received
     store = example["open_seen_store"](str(tmp_path / "seen.db"))
     status, event = example["check_delivery"](seen.headers, seen.body, made.signing_secret, store)

@@ -8,15 +8,11 @@ from sqlalchemy import func, select
 
 from core.db import db
 from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision
-from tests.rules.test_service import READ_ONLY, weekly_rule
-from tests.studio.conftest import ORIGIN
-from tests.studio.test_concurrency import PARALLEL, _at_once, _browsers
+from tests.support.concurrency import PARALLEL, at_once, browsers_of
+from tests.support.rules import READ_ONLY, weekly_rule
+from tests.support.studio import ORIGIN
 
-
-@pytest.fixture(autouse=True)
-def planning(app, monkeypatch):
-    """Publishing needs the planning switch."""
-    monkeypatch.setitem(app.config, "AUTOMATION_PLANNING_ENABLED", True)
+pytestmark = pytest.mark.usefixtures("planning")  # publishing needs the planning switch
 
 
 def _outcomes(responses) -> list:
@@ -27,7 +23,7 @@ def _outcomes(responses) -> list:
 def test_parallel_saves_from_the_same_revision_have_one_winner(app, admin, agent, rules):
     rule_id = rules.create(weekly_rule(agent))
     body = {"definition": weekly_rule(agent, name="Edited"), "rule_id": rule_id, "expected_revision": 1}
-    responses = _at_once(_browsers(app, admin.user.email, PARALLEL), "/api/extensions/automation-rules", body)
+    responses = at_once(browsers_of(app, admin.user.email, PARALLEL), "/api/extensions/automation-rules", body)
     assert _outcomes(responses) == [(201, None)] + [(409, "version_conflict")] * (PARALLEL - 1)
     assert db.session.scalar(select(AutomationRule.latest_revision)) == 2
     assert db.session.scalar(select(func.count()).select_from(AutomationRuleRevision)) == 2
@@ -36,8 +32,8 @@ def test_parallel_saves_from_the_same_revision_have_one_winner(app, admin, agent
 def test_parallel_new_rules_never_pass_the_tenant_limit(app, admin, agent, rules):
     for n in range(19):
         rules.create(weekly_rule(agent, name=f"Rule {n}"))
-    responses = _at_once(_browsers(app, admin.user.email, 8), "/api/extensions/automation-rules",
-                         {"definition": weekly_rule(agent)})
+    responses = at_once(browsers_of(app, admin.user.email, 8), "/api/extensions/automation-rules",
+                        {"definition": weekly_rule(agent)})
     assert _outcomes(responses) == [(201, None)] + [(429, "rule_limit")] * 7
     assert db.session.scalar(select(func.count()).select_from(AutomationRule)) == 20
 
@@ -51,7 +47,7 @@ def _live_grants(rule_id: str) -> int:
 def test_parallel_first_publications_have_one_winner(app, admin, agent, rules):
     rule_id = rules.create(weekly_rule(agent))
     body = {"revision": 1, "expected_active_revision": None, "permissions": READ_ONLY, "confirm": True}
-    responses = _at_once(_browsers(app, admin.user.email, PARALLEL), f"/api/extensions/{rule_id}/rule-publish", body)
+    responses = at_once(browsers_of(app, admin.user.email, PARALLEL), f"/api/extensions/{rule_id}/rule-publish", body)
     assert _outcomes(responses) == [(200, None)] + [(409, "version_conflict")] * (PARALLEL - 1)
     assert db.session.scalar(select(func.count()).select_from(AutomationGrant)) == 1
     assert _live_grants(rule_id) == 1
@@ -62,7 +58,7 @@ def test_parallel_republications_from_the_same_active_revision_have_one_winner(a
     assert rules.publish(rule_id, READ_ONLY).status_code == 200
     rules.save(weekly_rule(agent, name="Second"), rule_id=rule_id, expected_revision=1)
     body = {"revision": 2, "expected_active_revision": 1, "permissions": READ_ONLY, "confirm": True}
-    responses = _at_once(_browsers(app, admin.user.email, PARALLEL), f"/api/extensions/{rule_id}/rule-publish", body)
+    responses = at_once(browsers_of(app, admin.user.email, PARALLEL), f"/api/extensions/{rule_id}/rule-publish", body)
     assert _outcomes(responses) == [(200, None)] + [(409, "version_conflict")] * (PARALLEL - 1)
     assert db.session.scalar(select(func.count()).select_from(AutomationGrant)) == 2
     assert _live_grants(rule_id) == 1
@@ -73,7 +69,7 @@ def test_a_pause_racing_republications_leaves_only_the_rules_own_grant_live(app,
     rule_id = rules.create(weekly_rule(agent))
     assert rules.publish(rule_id, READ_ONLY).status_code == 200
     republish = {"revision": 1, "expected_active_revision": 1, "permissions": READ_ONLY, "confirm": True}
-    browsers = _browsers(app, admin.user.email, PARALLEL)
+    browsers = browsers_of(app, admin.user.email, PARALLEL)
     barrier = threading.Barrier(PARALLEL)
 
     def send(index: int):
@@ -105,7 +101,7 @@ def _publication_overtaken_by(app, admin, rule_id: str, monkeypatch, change) -> 
         go_on.wait(10)
 
     monkeypatch.setattr(service, "_check_bindings", hold_after_checks)
-    publisher, changer = _browsers(app, admin.user.email, 2)
+    publisher, changer = browsers_of(app, admin.user.email, 2)
     answers = []
     body = {"revision": 1, "expected_active_revision": 1, "permissions": READ_ONLY, "confirm": True}
     thread = threading.Thread(target=lambda: answers.append(

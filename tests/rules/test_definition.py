@@ -1,67 +1,21 @@
 """The rule definition validator: every spec rule accepted and refused, with the JSON path of the problem."""
-import copy
 import hashlib
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from core.api import ApiError, printable
-from core.text import JS_WHITESPACE
 from rules import definition as validator
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE, LIMITS
 from core.labels import RESERVED_LABEL
 from core.validation import canonical_hash
 from rules.definition import SHAPES, STATUSES, TRIGGERS, assignee_refs, rule_capabilities, validate_rule
 from core.capabilities import CATALOG
-
-INVALID = "invalid_definition"
-MISSING = "required_field_missing"
-DROP = object()  # `changed` removes the property instead of setting it
-
-WEEKLY = {
-    "schema_version": 1,
-    "name": "Weekday rotation",
-    "timezone": "Asia/Shanghai",
-    "trigger": "weekly",
-    "slots": [
-        {"weekdays": [1, 2, 3, 4, 5], "time": "09:00", "assignee_ref": "Agent A"},
-        {"weekdays": [6, 7], "time": "10:30", "assignee_ref": "Agent B"},
-    ],
-    "assignee_ref": "",
-    "keywords": [],
-    "statuses": ["open", "pending"],
-    "overwrite_assigned": False,
-    "max_actions": 20,
-}
-KEYWORD = {**WEEKLY, "name": "Refunds to billing", "trigger": "manual_sample", "slots": [],
-           "assignee_ref": "Billing desk", "keywords": ["refund", "invoice"], "statuses": ["open"],
-           "overwrite_assigned": True, "max_actions": 100}
-SEMANTIC = {**WEEKLY, "name": "Intents", "trigger": "message_received", "slots": [], "assignee_ref": "Agent C",
-            "semantic": {"labels": ["billing", "delivery"], "min_confidence": 0.85}, "max_actions": 1}
-RULES = {"weekly": WEEKLY, "keyword": KEYWORD, "semantic": SEMANTIC}
-
-
-def json_path(where: tuple) -> str:
-    """The validator's path notation for a tuple of keys and indexes."""
-    path = ""
-    for step in where:
-        path += f"[{step}]" if isinstance(step, int) else (f".{step}" if path else step)
-    return path
-
-
-def changed(rule: dict, where: tuple, value) -> dict:
-    """A deep copy with the value at `where` replaced (or removed with DROP)."""
-    result = copy.deepcopy(rule)
-    parent = result
-    for step in where[:-1]:
-        parent = parent[step]
-    if value is DROP:
-        del parent[where[-1]]
-    else:
-        parent[where[-1]] = value
-    return result
+from tests.support.definitions import (DROP, INVALID, MISSING, ODD_STRINGS, PROPERTY_SETTINGS, changed, json_path,
+                                       mutated, random_json)
+from tests.support.rule_definitions import KEYWORD, RULES, SEMANTIC, WEEKLY, valid_rules
 
 
 def assert_refused(rule: object, path: str, code: str = INVALID) -> None:
@@ -337,7 +291,8 @@ def test_semantic_labels_are_trimmed_and_kept_in_order():
 
 
 def test_ten_semantic_labels_are_accepted():
-    validate_rule(changed(SEMANTIC, ("semantic", "labels"), [f"l{n}" for n in range(10)]))
+    labels = [f"l{n}" for n in range(10)]
+    assert validate_rule(changed(SEMANTIC, ("semantic", "labels"), labels))["semantic"]["labels"] == labels
 
 
 @pytest.mark.parametrize("labels, path", [
@@ -499,16 +454,9 @@ PROPERTY_NAMES = sorted({name for required, optional in SHAPES.values() for name
                         | {"cron", "script", "__proto__", "date"})
 ODD_TEXTS = ["", " ", "😀", "\x00", "\x85", "\ud800", "a\udfff", "\n", "无法判断", "Asia/Shanghai", "UTC", *TRIGGERS,
              *STATUSES, "resolved", "09:00", "24:00", "9:00", "23:59", "Agent A", "refund", "REFUND", "1"]
-SAFE_CHARS = st.characters(blacklist_categories=("Cs",))
 scalars = (st.none() | st.booleans() | st.integers(-3, 10) | st.integers() | st.floats()
-           | st.sampled_from([0.8, 0.9, 1.0, 7.0, 20.0]) | st.sampled_from(ODD_TEXTS)
-           | st.text(alphabet=SAFE_CHARS | st.sampled_from(["\ud83d", "\udc00", "😀"]), max_size=12))
-json_values = st.recursive(
-    scalars,
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(
-        st.sampled_from(PROPERTY_NAMES) | st.text(max_size=6), children, max_size=6),
-    max_leaves=30)
-PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+           | st.sampled_from([0.8, 0.9, 1.0, 7.0, 20.0]) | st.sampled_from(ODD_TEXTS) | ODD_STRINGS)
+json_values = random_json(PROPERTY_NAMES, scalars)
 
 
 def _nodes(node, where: tuple = ()):
@@ -559,105 +507,12 @@ def test_rule_shaped_random_json_is_refused_only_with_definition_errors(raw):
     assert_only_definition_errors(raw)
 
 
-def _slots(node, found: list) -> list:
-    """Every (container, key-or-index) pair inside a JSON value."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, child in items:
-        found.append((node, key))
-        _slots(child, found)
-    return found
-
-
-@st.composite
-def mutated_rules(draw):
-    """A valid rule with one to three random drops, replacements or additions."""
-    rule = copy.deepcopy(draw(st.sampled_from([WEEKLY, KEYWORD, SEMANTIC, AUTOMATION_PREVIEW_EXAMPLE])))
-    for _ in range(draw(st.integers(1, 3))):
-        container, key = draw(st.sampled_from(_slots(rule, [])))
-        operation = draw(st.sampled_from(["drop", "replace", "add"]))
-        if operation == "drop":
-            del container[key]
-        elif operation == "replace":
-            container[key] = draw(json_values)
-        elif isinstance(container, dict):
-            container[draw(st.sampled_from(PROPERTY_NAMES))] = draw(json_values)
-        else:
-            container.insert(key, draw(json_values))
-    return rule
-
-
 @PROPERTY_SETTINGS
-@given(mutated_rules())
+@given(mutated([WEEKLY, KEYWORD, SEMANTIC, AUTOMATION_PREVIEW_EXAMPLE], PROPERTY_NAMES, json_values))
 def test_mutated_rules_validate_idempotently_or_are_refused_at_a_path_of_the_input(raw):
     normalized = assert_only_definition_errors(raw)
     if normalized is not None:
         assert_normalization_is_idempotent(normalized)
-
-
-PLAIN_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1,
-                     max_size=12).filter(lambda s: s.strip(JS_WHITESPACE) and RESERVED_LABEL not in s)
-PADDING = st.sampled_from(["", " ", "\t", "\u3000", "\n", "\ufeff"])
-
-
-@st.composite
-def padded(draw, text=PLAIN_TEXT):
-    """A text with optional JavaScript whitespace around it."""
-    return draw(PADDING) + draw(text) + draw(PADDING)
-
-
-@st.composite
-def whole_numbers(draw, low: int, high: int):
-    """An integer, sometimes written as an integral float."""
-    number = draw(st.integers(low, high))
-    return draw(st.sampled_from([number, float(number)]))
-
-
-@st.composite
-def slots_strategy(draw):
-    """1 to 7 slots, no weekday and time twice."""
-    slots, used = [], set()
-    for _ in range(draw(st.integers(1, LIMITS["slots"]))):
-        hour = draw(st.sampled_from([0, 9, 23]) | st.integers(0, 23))
-        minute = draw(st.sampled_from([0, 59]) | st.integers(0, 59))
-        time = f"{hour:02d}:{minute:02d}"
-        free = [day for day in range(1, 8) if (day, time) not in used]
-        if not free:
-            continue
-        days = draw(st.lists(st.sampled_from(free), min_size=1, unique=True))
-        used |= {(day, time) for day in days}
-        slots.append({"weekdays": [draw(st.sampled_from([day, float(day)])) for day in days], "time": time,
-                      "assignee_ref": draw(padded())})
-    return slots
-
-
-@st.composite
-def filters(draw, required: bool) -> dict:
-    """Keywords or a semantic filter (or, unless required, neither); keywords unique ignoring case."""
-    kind = draw(st.sampled_from(["keywords", "semantic"] if required else ["keywords", "semantic", None]))
-    if kind == "keywords":
-        keywords = draw(st.lists(PLAIN_TEXT, min_size=1, max_size=LIMITS["keywords"],
-                                 unique_by=lambda s: s.strip(JS_WHITESPACE).casefold()))
-        return {"keywords": [draw(PADDING) + keyword for keyword in keywords]}
-    if kind == "semantic":
-        labels = draw(st.lists(PLAIN_TEXT, min_size=1, max_size=LIMITS["semantic_labels"],
-                               unique_by=lambda s: s.strip(JS_WHITESPACE)))
-        confidence = draw(st.floats(0.8, 1) | st.just(1))
-        return {"keywords": [], "semantic": {"labels": labels, "min_confidence": confidence}}
-    return {"keywords": []}
-
-
-@st.composite
-def valid_rules(draw):
-    """A random rule that follows every rule, with untrimmed texts and float integers."""
-    trigger = draw(st.sampled_from(TRIGGERS))
-    return {"schema_version": draw(st.sampled_from([1, 1.0])), "name": draw(padded()),
-            "timezone": "Asia/Shanghai", "trigger": trigger,
-            "slots": draw(slots_strategy()) if trigger == "weekly" else [],
-            "assignee_ref": draw(PADDING) if trigger == "weekly" else draw(padded()),
-            **draw(filters(required=trigger != "weekly")),
-            "statuses": draw(st.lists(st.sampled_from(STATUSES), min_size=1, unique=True)),
-            "overwrite_assigned": draw(st.booleans()),
-            "max_actions": draw(whole_numbers(1, LIMITS["max_actions"]))}
 
 
 @PROPERTY_SETTINGS

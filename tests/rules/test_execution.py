@@ -13,109 +13,38 @@ from core.audit import AuditEntry
 from core.clock import utcnow
 from core.db import db
 from core.queue_names import DEFAULT
-from desk.conversations import apply_command, mark_sending, snapshot
-from desk.models import AssignmentReceipt, Channel, Conversation, Customer, Member, Tenant
+from desk.conversations import apply_command, mark_sending
+from desk.models import AssignmentReceipt, Conversation, Member, Tenant
 from jobs import cron, wiring
-from jobs.worker import AppWorker
 from rules import execution
-from rules.models import AutomationRule, AutomationRun, AutomationRunItem
+from rules.models import AutomationRun, AutomationRunItem
 from tests.conftest import seat
-from tests.rules.test_service import READ_ONLY, weekly_rule
+from tests.support.jobs import work
+from tests.support.rule_runs import (CONFIRM, age_receipt, complete_plan, executed_with_one_changed, execution_status,
+                                     make_conversations)
 
-CONFIRM = {"confirm": True, "permission": "conversation.assign_plan"}
-
-
-@pytest.fixture(autouse=True)
-def switches(app, monkeypatch):
-    """Planning, single-run execution and atomic assignment on."""
-    for name in ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED"):
-        monkeypatch.setitem(app.config, name, True)
-
-
-@pytest.fixture
-def target(tenant) -> Member:
-    return seat(tenant, "agent")
-
-
-@pytest.fixture
-def published(rules, target) -> str:
-    rule_id = rules.create(weekly_rule(target))
-    assert rules.publish(rule_id, READ_ONLY).status_code == 200
-    return rule_id
-
-
-def _conversations(tenant, count: int) -> list[Conversation]:
-    channel = Channel(tenant_id=tenant.id, name="Chat", secret_encrypted="x")
-    db.session.add(channel)
-    db.session.flush()
-    made = []
-    for n in range(count):
-        customer = Customer(tenant_id=tenant.id, external_id=f"c-{n}", name=f"Customer {n}")
-        db.session.add(customer)
-        db.session.flush()
-        conversation = Conversation(tenant_id=tenant.id, customer_id=customer.id, channel_id=channel.id)
-        db.session.add(conversation)
-        made.append(conversation)
-    db.session.commit()
-    return made
-
-
-def _plan(tenant, rule_id: str, target: Member, conversations: list[Conversation], **changes) -> AutomationRun:
-    """A complete plan of the published rule assigning every conversation to `target`."""
-    rule = db.session.get(AutomationRule, uuid.UUID(rule_id))
-    values = {"status": "complete", "finished_at": utcnow(), **changes}
-    run = AutomationRun(tenant_id=tenant.id, rule_id=rule.id, revision=rule.active_revision,
-                        grant_id=rule.grant_id, kind="manual", scanned=len(conversations),
-                        planned_count=len(conversations), **values)
-    db.session.add(run)
-    db.session.flush()
-    for conversation in conversations:
-        db.session.add(AutomationRunItem(tenant_id=tenant.id, run_id=run.id, conversation_id=conversation.id,
-                                         planned=True, target_member_id=target.id, reason="slot_matched",
-                                         snapshot=snapshot(conversation)))
-    db.session.commit()
-    return run
-
-
-def _work(app, redis_conn) -> None:
-    AppWorker([Queue(DEFAULT, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True)
-
-
-def _status(rules, run) -> dict:
-    return rules.get(f"/{run.id}/execution-status").get_json()["data"]
+pytestmark = pytest.mark.usefixtures("single_run_switches")
 
 
 def test_an_approved_plan_queues_one_command_per_conversation_and_answers_before_they_run(
         app, rules, tenant, published, target, redis_conn):
-    run = _plan(tenant, published, target, _conversations(tenant, 3))
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 3))
     response = rules.post(f"/{run.id}/execute-plan", CONFIRM)
     assert response.status_code == 202
     assert response.get_json()["data"]["complete"] is False
-    assert [r["status"] for r in _status(rules, run)["receipts"]] == ["pending"] * 3
+    assert [r["status"] for r in execution_status(rules, run)["receipts"]] == ["pending"] * 3
     assert Queue(DEFAULT, connection=redis_conn).count == 3
-    _work(app, redis_conn)
-    status = _status(rules, run)
+    work(app, redis_conn, DEFAULT)
+    status = execution_status(rules, run)
     assert status["final"] and [r["status"] for r in status["receipts"]] == ["applied"] * 3
     db.session.expire_all()
     assert {c.assignee_member_id for c in db.session.scalars(select(Conversation))} == {target.id}
 
 
-def _executed_with_one_changed(app, rules, tenant, published, target, redis_conn):
-    """A two-conversation plan, the second changed after planning, approved and worked off;
-    (run, first, second)."""
-    first, second = _conversations(tenant, 2)
-    run = _plan(tenant, published, target, [first, second])
-    db.session.execute(update(Conversation).where(Conversation.id == second.id).values(status="pending"))
-    db.session.commit()
-    rules.post(f"/{run.id}/execute-plan", CONFIRM)
-    _work(app, redis_conn)
-    return run, first, second
-
-
 def test_a_conversation_changed_since_the_plan_ends_state_changed_and_keeps_its_change(
         app, rules, tenant, published, target, redis_conn):
-    run, first, second = _executed_with_one_changed(app, rules, tenant, published, target, redis_conn)
-    outcome = {r["conversation_id"]: r["status"] for r in _status(rules, run)["receipts"]}
+    run, first, second = executed_with_one_changed(app, rules, tenant, published, target, redis_conn)
+    outcome = {r["conversation_id"]: r["status"] for r in execution_status(rules, run)["receipts"]}
     assert outcome == {str(first.id): "applied", str(second.id): "state_changed"}
     db.session.expire_all()
     assert db.session.get(Conversation, second.id).assignee_member_id is None
@@ -123,7 +52,7 @@ def test_a_conversation_changed_since_the_plan_ends_state_changed_and_keeps_its_
 
 def test_the_finished_execution_is_audited_once_with_its_outcomes(app, rules, tenant, published, target, admin,
                                                                   redis_conn):
-    run, _, _ = _executed_with_one_changed(app, rules, tenant, published, target, redis_conn)
+    run, _, _ = executed_with_one_changed(app, rules, tenant, published, target, redis_conn)
     [entry] = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "automation.run_executed"))
     assert (entry.actor_id, entry.target) == (admin.user_id, f"automation_run:{run.id}")
     assert entry.summary == {"run_id": str(run.id), "rule_id": published, "kind": "manual", "commands": 2,
@@ -133,7 +62,7 @@ def test_the_finished_execution_is_audited_once_with_its_outcomes(app, rules, te
 
 
 def test_workers_finishing_together_write_one_summary(app, rules, tenant, published, target, redis_conn):
-    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 1))
     rules.post(f"/{run.id}/execute-plan", CONFIRM)
     Queue(DEFAULT, connection=redis_conn).empty()
     [conversation] = db.session.scalars(select(Conversation))
@@ -152,10 +81,10 @@ def test_workers_finishing_together_write_one_summary(app, rules, tenant, publis
 
 def test_executing_the_same_plan_twice_applies_each_conversation_once(app, rules, tenant, published, target,
                                                                       redis_conn):
-    run = _plan(tenant, published, target, _conversations(tenant, 2))
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 2))
     assert rules.post(f"/{run.id}/execute-plan", CONFIRM).status_code == 202
     assert rules.post(f"/{run.id}/execute-plan", CONFIRM).status_code == 202
-    _work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     receipts = list(db.session.scalars(select(AssignmentReceipt)))
     assert len(receipts) == 2 and {r.status for r in receipts} == {"applied"}
 
@@ -164,7 +93,7 @@ def test_executing_the_same_plan_twice_applies_each_conversation_once(app, rules
                                   {"confirm": True, "permission": "conversation.assign_scheduled"},
                                   {"confirm": "true", "permission": "conversation.assign_plan"}])
 def test_execution_needs_confirmation_of_conversation_assign_plan(rules, tenant, published, target, body):
-    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 1))
     response = rules.post(f"/{run.id}/execute-plan", body)
     assert (response.status_code, response.get_json()["error"]["code"]) == (400, "permission_confirmation_required")
 
@@ -172,14 +101,14 @@ def test_execution_needs_confirmation_of_conversation_assign_plan(rules, tenant,
 @pytest.mark.parametrize("changes, code", [({"status": "partial"}, "plan_not_executable"),
                                            ({"finished_at": utcnow() - timedelta(minutes=6)}, "plan_expired")])
 def test_only_a_complete_plan_at_most_five_minutes_old_is_executed(rules, tenant, published, target, changes, code):
-    run = _plan(tenant, published, target, _conversations(tenant, 1), **changes)
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 1), **changes)
     response = rules.post(f"/{run.id}/execute-plan", CONFIRM)
     assert (response.status_code, response.get_json()["error"]["code"]) == (409, code)
     assert db.session.scalar(select(AssignmentReceipt.id)) is None
 
 
 def test_a_plan_without_a_snapshot_must_be_regenerated(rules, tenant, published, target):
-    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 1))
     db.session.execute(update(AutomationRunItem).values(snapshot=None))
     db.session.commit()
     response = rules.post(f"/{run.id}/execute-plan", CONFIRM)
@@ -189,7 +118,7 @@ def test_a_plan_without_a_snapshot_must_be_regenerated(rules, tenant, published,
 @pytest.mark.parametrize("switch, code", [("ATOMIC_ASSIGNMENT_ENABLED", "atomic_assignment_disabled"),
                                           ("AUTOMATION_EXECUTION_ENABLED", "execution_disabled")])
 def test_each_switch_off_stops_execution(app, rules, tenant, published, target, monkeypatch, switch, code):
-    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 1))
     monkeypatch.setitem(app.config, switch, False)
     response = rules.post(f"/{run.id}/execute-plan", CONFIRM)
     assert (response.status_code, response.get_json()["error"]["code"]) == (503, code)
@@ -197,12 +126,13 @@ def test_each_switch_off_stops_execution(app, rules, tenant, published, target, 
 
 def test_pausing_the_rule_after_approval_cancels_its_commands_not_yet_begun(app, rules, tenant, published, target,
                                                                             redis_conn):
-    run = _plan(tenant, published, target, _conversations(tenant, 2))
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 2))
     rules.post(f"/{run.id}/execute-plan", CONFIRM)
     assert rules.pause(published).status_code == 200
-    assert {(r["status"], r["reason"]) for r in _status(rules, run)["receipts"]} == {("cancelled", "rule_paused")}
-    _work(app, redis_conn)
-    assert {(r["status"], r["reason"]) for r in _status(rules, run)["receipts"]} == {("cancelled", "rule_paused")}
+    cancelled = {("cancelled", "rule_paused")}
+    assert {(r["status"], r["reason"]) for r in execution_status(rules, run)["receipts"]} == cancelled
+    work(app, redis_conn, DEFAULT)
+    assert {(r["status"], r["reason"]) for r in execution_status(rules, run)["receipts"]} == cancelled
     paused = db.session.scalar(select(AuditEntry).where(AuditEntry.action == "automation.rule_paused"))
     assert paused.summary["commands_cancelled"] == 2
     db.session.expire_all()
@@ -211,7 +141,7 @@ def test_pausing_the_rule_after_approval_cancels_its_commands_not_yet_begun(app,
 
 def test_a_command_begun_before_the_pause_is_rejected_by_its_recheck(app, rules, tenant, published, target,
                                                                      redis_conn, monkeypatch):
-    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 1))
     rules.post(f"/{run.id}/execute-plan", CONFIRM)
     recheck = execution.recheck
 
@@ -220,38 +150,30 @@ def test_a_command_begun_before_the_pause_is_rejected_by_its_recheck(app, rules,
         return recheck(*args)
 
     monkeypatch.setattr(execution, "recheck", paused_meanwhile)
-    _work(app, redis_conn)
-    assert [(r["status"], r["reason"]) for r in _status(rules, run)["receipts"]] == [
+    work(app, redis_conn, DEFAULT)
+    assert [(r["status"], r["reason"]) for r in execution_status(rules, run)["receipts"]] == [
         ("rejected", "rule_not_published")]
     db.session.expire_all()
     assert {c.assignee_member_id for c in db.session.scalars(select(Conversation))} == {None}
 
 
-def _age(run, conversation: Conversation, seconds: float) -> None:
-    """Make the command's receipt look unchanged for `seconds`."""
-    db.session.execute(update(AssignmentReceipt).where(
-        AssignmentReceipt.command_key == execution.command_key(run.id),
-        AssignmentReceipt.conversation_id == conversation.id).values(updated_at=utcnow() - timedelta(seconds=seconds)))
-    db.session.commit()
-
-
 def test_the_sweep_reconciles_a_command_left_sending_and_queues_a_lost_one_again(app, rules, tenant, published,
                                                                                 target, redis_conn):
-    left_sending, lost, fresh = conversations = _conversations(tenant, 3)
-    run = _plan(tenant, published, target, conversations)
+    left_sending, lost, fresh = conversations = make_conversations(tenant, 3)
+    run = complete_plan(tenant, published, target, conversations)
     rules.post(f"/{run.id}/execute-plan", CONFIRM)
     Queue(DEFAULT, connection=redis_conn).empty()  # the jobs are lost (Redis restarted)
     assert mark_sending(tenant.id, execution.command_key(run.id), left_sending.id)  # its worker died
     db.session.commit()
     stale = execution.STALE_AFTER.total_seconds() + 1
-    _age(run, left_sending, stale)
-    _age(run, lost, stale)
-    _age(run, fresh, stale - 5)
+    age_receipt(run, left_sending, stale)
+    age_receipt(run, lost, stale)
+    age_receipt(run, fresh, stale - 5)
     assert "rules.execution.sweep" in wiring.tick_handlers()
     cron.tick()
     assert Queue(DEFAULT, connection=redis_conn).job_ids == [f"command-{run.id}-{lost.id}"]
-    _work(app, redis_conn)
-    outcome = {r["conversation_id"]: (r["status"], r["reason"]) for r in _status(rules, run)["receipts"]}
+    work(app, redis_conn, DEFAULT)
+    outcome = {r["conversation_id"]: (r["status"], r["reason"]) for r in execution_status(rules, run)["receipts"]}
     assert outcome == {str(left_sending.id): ("uncertain", "interrupted"), str(lost.id): ("applied", None),
                        str(fresh.id): ("pending", None)}
     db.session.expire_all()
@@ -259,12 +181,12 @@ def test_the_sweep_reconciles_a_command_left_sending_and_queues_a_lost_one_again
 
 
 def test_a_target_deactivated_after_approval_rejects_its_command(app, rules, tenant, published, target, redis_conn):
-    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 1))
     rules.post(f"/{run.id}/execute-plan", CONFIRM)
     db.session.execute(update(Member).where(Member.id == target.id).values(active=False))
     db.session.commit()
-    _work(app, redis_conn)
-    assert [(r["status"], r["reason"]) for r in _status(rules, run)["receipts"]] == [
+    work(app, redis_conn, DEFAULT)
+    assert [(r["status"], r["reason"]) for r in execution_status(rules, run)["receipts"]] == [
         ("rejected", "rule_member_unavailable")]
 
 
@@ -274,7 +196,7 @@ def test_a_target_deactivated_after_approval_rejects_its_command(app, rules, ten
                                           ("target_unsynchronized", "rule_member_unavailable")])
 def test_each_fact_rechecked_before_the_write_refuses_its_command(app, rules, tenant, published, target, admin,
                                                                    redis_conn, change, code):
-    run = _plan(tenant, published, target, _conversations(tenant, 1))
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 1))
     rules.post(f"/{run.id}/execute-plan", CONFIRM)
     if change == "publisher_left":  # the administrator who published and approved
         db.session.execute(update(Member).where(Member.id == admin.id).values(role="agent"))
@@ -288,7 +210,7 @@ def test_each_fact_rechecked_before_the_write_refuses_its_command(app, rules, te
     else:
         db.session.execute(update(Member).where(Member.id == target.id).values(synchronized=False))
     db.session.commit()
-    _work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     assert [(r.status, r.reason) for r in db.session.scalars(select(AssignmentReceipt))] == [("rejected", code)]
     db.session.expire_all()
     assert {c.assignee_member_id for c in db.session.scalars(select(Conversation))} == {None}

@@ -15,54 +15,16 @@ from core.queue_names import DEFAULT, EVENTS
 from desk.channels import create_channel
 from desk.models import AiPointsEntry, AssignmentReceipt, Conversation, Member, Message
 from jobs import cron, wiring
-from jobs.worker import AppWorker
 from rules import execution, message_events, plans
 from rules.execution import command_key
 from rules.models import AutomationGrant, AutomationRun, AutomationRunItem
 from tests.conftest import seat, worker_killed_once
-from tests.desk.test_channels import payload, send
-from tests.rules.test_service import (KEYWORD, MESSAGE_EVENT, READ_ONLY, SCHEDULED, SEMANTIC, RulesApi,
-                                      message_rule, semantic_rule, weekly_rule)
+from tests.support.jobs import work
+from tests.support.rule_runs import inbound, publish_rule
+from tests.support.rules import (CONTINUOUS_SWITCHES, KEYWORD, MESSAGE_EVENT, READ_ONLY, SCHEDULED, SEMANTIC,
+                                 message_rule, semantic_rule, weekly_rule)
 
-SECRET_TEXT = "Zebra-7731 I want a REFUND for order 42"
-SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
-
-
-@pytest.fixture(autouse=True)
-def switches(app, monkeypatch):
-    """Planning, continuous execution and atomic assignment on."""
-    for name in SWITCHES:
-        monkeypatch.setitem(app.config, name, True)
-
-
-@pytest.fixture
-def channel(tenant):
-    """A channel of the tenant with its plain secret."""
-    found, secret = create_channel(tenant.id, "Website chat")
-    db.session.commit()
-    return found, secret
-
-
-def publish(rules: RulesApi, definition: dict, permissions: list, mode: str | None = "message_event") -> str:
-    rule_id = rules.create(definition)
-    extra = {} if mode is None else {"execution_mode": mode}
-    response = rules.publish(rule_id, permissions, **extra)
-    assert response.status_code == 200, response.get_json()
-    return rule_id
-
-
-def inbound(client, channel, text: str = SECRET_TEXT, message_id: str | None = None,
-            customer: str = "c-1") -> dict:
-    """POST a signed customer message; its ids (the event is queued)."""
-    response = send(client, channel, payload(message_id=message_id or uuid.uuid4().hex, external_id=customer,
-                                             text=text))
-    assert response.status_code == 201, response.get_json()
-    return response.get_json()["data"]
-
-
-def work(app, redis_conn) -> None:
-    """Drain the events queue with the worker `flask jobs worker` runs, in burst mode."""
-    AppWorker([Queue(EVENTS, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True)
+pytestmark = pytest.mark.usefixtures("continuous_switches")
 
 
 def run_directly(tenant, data: dict) -> int:
@@ -96,9 +58,9 @@ def count(model) -> int:
 # --- keyword rules, end to end ------------------------------------------------------------------
 
 def test_a_keyword_match_assigns_through_the_adapter(app, client, rules, tenant, agent, channel, redis_conn):
-    rule_id = publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    rule_id = publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
-    work(app, redis_conn)
+    work(app, redis_conn, EVENTS)
     assert conversation(data).assignee_member_id == agent.id
     (run,) = runs()
     assert (run.kind, run.mode, run.status, run.executed, run.planned_count, run.schedule_execution_state) == (
@@ -117,9 +79,9 @@ def test_a_keyword_match_assigns_through_the_adapter(app, client, rules, tenant,
 
 
 def test_no_keyword_assigns_nothing(app, client, rules, tenant, agent, channel, redis_conn):
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel, text="Where is my parcel?")
-    work(app, redis_conn)
+    work(app, redis_conn, EVENTS)
     assert conversation(data).assignee_member_id is None
     (run,) = runs()
     assert (run.status, run.executed, run.planned_count) == ("complete", False, 0)
@@ -128,7 +90,7 @@ def test_no_keyword_assigns_nothing(app, client, rules, tenant, agent, channel, 
 
 
 def test_only_the_first_4000_characters_are_read_for_keywords(app, client, rules, tenant, agent, channel):
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel, text="hello")  # the endpoint takes 4,000 at most; stored ones may be longer
     db.session.execute(update(Message).values(text="x" * 3995 + "REFUND refund"))
     db.session.commit()
@@ -137,7 +99,7 @@ def test_only_the_first_4000_characters_are_read_for_keywords(app, client, rules
 
 
 def test_the_event_carries_ids_only(app, client, rules, tenant, agent, channel, redis_conn):
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
     queue = Queue(EVENTS, connection=redis_conn)
     ids = {"tenant_id": str(tenant.id), "conversation_id": data["conversation_id"],
@@ -146,7 +108,7 @@ def test_the_event_carries_ids_only(app, client, rules, tenant, agent, channel, 
     assert notify.args == ("message_received", "rules.message_events.on_message_received")
     assert notify.kwargs == ids
     assert "Zebra" not in json.dumps([notify.args, notify.kwargs, notify.description])
-    work(app, redis_conn)
+    work(app, redis_conn, EVENTS)
     assert conversation(data).assignee_member_id == agent.id
 
 
@@ -154,10 +116,10 @@ def test_the_event_carries_ids_only(app, client, rules, tenant, agent, channel, 
 
 def test_a_semantic_match_assigns_with_one_masked_metered_call(app, client, rules, tenant, agent, channel,
                                                                model_server, redis_conn):
-    publish(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
+    publish_rule(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
     model_server.answer_json({"label": "billing", "confidence": 0.95}, input_tokens=700, output_tokens=20)
     data = inbound(client, channel, text="charge on my card, mail me at ann@example.com")
-    work(app, redis_conn)
+    work(app, redis_conn, EVENTS)
     assert conversation(data).assignee_member_id == agent.id
     assert len(model_server.received) == 1
     assert "ann@example.com" not in json.dumps([request.body for request in model_server.received])
@@ -172,7 +134,7 @@ def test_a_semantic_match_assigns_with_one_masked_metered_call(app, client, rule
 
 def test_a_semantic_answer_below_the_threshold_assigns_nothing_but_is_metered(app, client, rules, tenant, agent,
                                                                               channel, model_server):
-    publish(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
+    publish_rule(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
     model_server.answer_json({"label": "billing", "confidence": 0.5}, input_tokens=600, output_tokens=30)
     data = inbound(client, channel, text="maybe billing")
     assert run_directly(tenant, data) == 0
@@ -183,7 +145,7 @@ def test_a_semantic_answer_below_the_threshold_assigns_nothing_but_is_metered(ap
 
 
 def test_a_model_failure_assigns_nothing(app, client, rules, tenant, agent, channel, model_server):
-    publish(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
+    publish_rule(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
     for _ in range(3):
         model_server.answer_status(500)
     data = inbound(client, channel, text="billing")
@@ -195,28 +157,28 @@ def test_a_model_failure_assigns_nothing(app, client, rules, tenant, agent, chan
 def test_a_worker_killed_mid_run_leaves_it_failed_by_the_sweep_and_never_replayed(app, app_config, client, rules,
                                                                                  tenant, agent, channel, model_server,
                                                                                  redis_conn, monkeypatch):
-    publish(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
+    publish_rule(rules, semantic_rule(agent), MESSAGE_EVENT + SEMANTIC)
     model_server.answer_json({"label": "billing", "confidence": 0.95}, delay=30)
     data = inbound(client, channel, text="billing")
     worker_killed_once(app_config, lambda: model_server.received, MODEL_BASE_URL=model_server.url,
                        MODEL_NAME="test-model", MODEL_API_KEY="sk-test-key",
-                       **{switch: "1" for switch in SWITCHES})  # killed while the model is asked
+                       **{switch: "1" for switch in CONTINUOUS_SWITCHES})  # killed while the model is asked
     assert [run.status for run in runs()] == ["running"]  # never marked successful
     later = utcnow() + plans.STUCK_AFTER + timedelta(seconds=1)
     monkeypatch.setattr(plans, "utcnow", lambda: later)
     assert plans.sweep() == 1
     assert [run.status for run in runs()] == ["failed"]
     assert message_events.sweep() == 0  # the message has its run: not replayed
-    work(app, redis_conn)
+    work(app, redis_conn, EVENTS)
     assert conversation(data).assignee_member_id is None and receipts() == []
     assert len(model_server.received) == 1
 
 
 # --- what never runs ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("switch", SWITCHES)
+@pytest.mark.parametrize("switch", CONTINUOUS_SWITCHES)
 def test_any_switch_off_assigns_nothing(app, client, rules, tenant, agent, channel, monkeypatch, switch):
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
     monkeypatch.setitem(app.config, switch, False)
     assert run_directly(tenant, data) == 0
@@ -224,38 +186,38 @@ def test_any_switch_off_assigns_nothing(app, client, rules, tenant, agent, chann
 
 
 def test_read_only_and_scheduled_grants_assign_nothing(app, client, rules, tenant, agent, channel, redis_conn):
-    publish(rules, message_rule(agent), READ_ONLY + KEYWORD, mode=None)
-    publish(rules, weekly_rule(agent), SCHEDULED, mode="scheduled")
+    publish_rule(rules, message_rule(agent), READ_ONLY + KEYWORD, mode=None)
+    publish_rule(rules, weekly_rule(agent), SCHEDULED, mode="scheduled")
     data = inbound(client, channel)
-    work(app, redis_conn)
+    work(app, redis_conn, EVENTS)
     assert runs() == [] and receipts() == []
     assert conversation(data).assignee_member_id is None
 
 
 def test_a_message_older_than_5_minutes_is_skipped(app, client, rules, tenant, agent, channel, redis_conn):
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
     db.session.execute(update(Message).where(Message.id == uuid.UUID(data["message_id"]))
                        .values(created_at=utcnow() - timedelta(minutes=5, seconds=1)))
     db.session.commit()
-    work(app, redis_conn)
+    work(app, redis_conn, EVENTS)
     assert runs() == [] and conversation(data).assignee_member_id is None
 
 
 def test_a_message_superseded_by_a_later_one_is_skipped(app, client, rules, tenant, agent, channel, redis_conn):
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     first = inbound(client, channel)
     second = inbound(client, channel, text="refund still?")
     assert first["conversation_id"] == second["conversation_id"]
     assert run_directly(tenant, first) == 0
     assert runs() == []
-    work(app, redis_conn)  # both events: only the later message runs the rule
+    work(app, redis_conn, EVENTS)  # both events: only the later message runs the rule
     assert [str(run.message_id) for run in runs()] == [second["message_id"]]
     assert conversation(second).assignee_member_id == agent.id
 
 
 def test_a_conversation_moved_to_another_channel_is_skipped(app, client, rules, tenant, agent, channel):
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
     other, _ = create_channel(tenant.id, "Other")
     db.session.execute(update(Conversation).where(Conversation.id == uuid.UUID(data["conversation_id"]))
@@ -267,7 +229,7 @@ def test_a_conversation_moved_to_another_channel_is_skipped(app, client, rules, 
 
 def test_a_private_note_or_another_tenants_ids_run_nothing(app, client, rules, tenant, other_tenant, agent,
                                                            channel):
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
     assert message_events.on_message_received(str(other_tenant.id), data["conversation_id"],
                                               data["message_id"]) == 0
@@ -282,12 +244,12 @@ def test_a_private_note_or_another_tenants_ids_run_nothing(app, client, rules, t
 
 def test_the_same_event_twice_makes_one_run_and_one_receipt(app, client, rules, tenant, agent, channel,
                                                             redis_conn):
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
-    work(app, redis_conn)
+    work(app, redis_conn, EVENTS)
     from desk.events import emit_message_received
     emit_message_received(tenant.id, uuid.UUID(data["conversation_id"]), uuid.UUID(data["message_id"]))
-    work(app, redis_conn)
+    work(app, redis_conn, EVENTS)
     assert run_directly(tenant, data) == 0
     assert len(runs()) == 1 and [r.status for r in receipts()] == ["applied"]
 
@@ -295,7 +257,7 @@ def test_the_same_event_twice_makes_one_run_and_one_receipt(app, client, rules, 
 def stopped_before_the_adapter(app, client, rules, tenant, agent, channel, monkeypatch) -> dict:
     """A message whose subscriber job stopped after queueing its command, before the adapter ran
     it (the command is left `pending`); the message's ids."""
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
 
     def stopped(*args):
@@ -307,7 +269,7 @@ def stopped_before_the_adapter(app, client, rules, tenant, agent, channel, monke
     db.session.rollback()
     assert [r.status for r in receipts()] == ["pending"]
     monkeypatch.undo()
-    for name in SWITCHES:
+    for name in CONTINUOUS_SWITCHES:
         monkeypatch.setitem(app.config, name, True)
     return data
 
@@ -325,7 +287,7 @@ def test_a_command_a_dead_worker_left_pending_is_applied_by_the_sweep(app, clien
     db.session.execute(update(AssignmentReceipt).values(updated_at=utcnow() - execution.STALE_AFTER))
     db.session.commit()
     cron.tick()  # the sweep queues the command again; it is rechecked under the message_event grant
-    AppWorker([Queue(DEFAULT, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True)
+    work(app, redis_conn, DEFAULT)
     assert [r.status for r in receipts()] == ["applied"]
     assert conversation(data).assignee_member_id == agent.id
 
@@ -339,7 +301,7 @@ def _busy_runs(tenant, rule_id: str, how_many: int) -> None:
 
 
 def test_at_most_100_message_event_runs_pending_or_running_per_tenant(app, client, rules, tenant, agent, channel):
-    rule_id = publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    rule_id = publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     _busy_runs(tenant, rule_id, 99)
     first = inbound(client, channel)
     assert run_directly(tenant, first) == 1  # the 100th runs
@@ -355,7 +317,7 @@ def test_at_most_100_message_event_runs_pending_or_running_per_tenant(app, clien
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_overwrite_assigned_decides_whether_an_assignee_is_replaced(app, client, rules, tenant, agent, channel,
                                                                     overwrite):
-    publish(rules, message_rule(agent, overwrite_assigned=overwrite), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent, overwrite_assigned=overwrite), MESSAGE_EVENT + KEYWORD)
     colleague = seat(tenant, "agent")
     data = inbound(client, channel, text="hello")
     db.session.execute(update(Conversation).values(assignee_member_id=colleague.id))
@@ -370,7 +332,7 @@ def test_overwrite_assigned_decides_whether_an_assignee_is_replaced(app, client,
                                           ("agent_left", "rule_member_unavailable")])
 def test_a_recheck_failing_after_the_decision_skips_the_command(app, client, rules, tenant, agent, channel,
                                                                 monkeypatch, change, code):
-    rule_id = publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    rule_id = publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
     decide = message_events._decision
 
@@ -408,7 +370,7 @@ def test_a_message_whose_event_was_lost_is_assigned_after_the_sweep(app, client,
                                                                      redis_conn):
     assert message_events.SUBSCRIBER in wiring.subscribers("message_received")
     assert "rules.message_events.sweep" in wiring.tick_handlers()
-    publish(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
     Queue(EVENTS, connection=redis_conn).empty()  # Redis lost the event
     _age(data, message_events.LOST_AFTER.total_seconds() + 5)
@@ -416,7 +378,7 @@ def test_a_message_whose_event_was_lost_is_assigned_after_the_sweep(app, client,
     (job,) = Queue(EVENTS, connection=redis_conn).get_jobs()
     assert job.kwargs == {"tenant_id": str(tenant.id), "conversation_id": data["conversation_id"],
                           "message_id": data["message_id"]}  # ids only, as the event's own job
-    work(app, redis_conn)
+    work(app, redis_conn, EVENTS)
     assert conversation(data).assignee_member_id == agent.id
     cron.tick()  # handled: nothing queued again
     assert Queue(EVENTS, connection=redis_conn).count == 0
@@ -427,10 +389,10 @@ def test_a_message_whose_event_was_lost_is_assigned_after_the_sweep(app, client,
 def test_the_sweep_leaves_other_messages_alone(app, client, rules, tenant, agent, channel, redis_conn,
                                                monkeypatch, case):
     mode = "plan_only" if case == "no_message_rule" else "message_event"
-    publish(rules, message_rule(agent), (READ_ONLY if mode == "plan_only" else MESSAGE_EVENT) + KEYWORD, mode)
+    publish_rule(rules, message_rule(agent), (READ_ONLY if mode == "plan_only" else MESSAGE_EVENT) + KEYWORD, mode)
     data = inbound(client, channel)
     if case == "handled":
-        work(app, redis_conn)
+        work(app, redis_conn, EVENTS)
     Queue(EVENTS, connection=redis_conn).empty()
     age = {"too_recent": 10, "too_old": message_events.MAX_AGE.total_seconds() + 5}.get(case, 40)
     _age(data, age)

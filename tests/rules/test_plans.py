@@ -17,31 +17,19 @@ from core.clock import BEIJING, utcnow
 from core.config import PROJECT_ROOT
 from core.db import db
 from core.queue_names import DEFAULT
-from desk.channels import create_channel
 from desk.conversations import snapshot
-from desk.models import AiPointsEntry, Conversation, Customer, Member, Message
+from desk.models import AiPointsEntry, Conversation
 from jobs import cron, wiring
-from jobs.worker import AppWorker
 from rules import plans
 from rules.models import AutomationRun, AutomationRunItem
 from tests.conftest import FLASK, LONG_WINDOW, login, process_env, seat, seconds_left_in_window
-from tests.rules.test_service import (KEYWORD, READ_ONLY, SEMANTIC, RulesApi, error, message_rule,
-                                      semantic_rule, weekly_rule)
+from tests.support.jobs import work
+from tests.support.rule_runs import plan, say, talk
+from tests.support.rules import (KEYWORD, READ_ONLY, SEMANTIC, RulesApi, error, message_rule,
+                                 semantic_rule, weekly_rule)
 
 SECRET_TEXT = "Zebra-7731 my refund please"
-
-
-@pytest.fixture(autouse=True)
-def planning(app, monkeypatch):
-    """Planning on (its default is off)."""
-    monkeypatch.setitem(app.config, "AUTOMATION_PLANNING_ENABLED", True)
-
-
-@pytest.fixture
-def channel(tenant):
-    found, _ = create_channel(tenant.id, "Web")
-    db.session.commit()
-    return found
+pytestmark = pytest.mark.usefixtures("planning")
 
 
 def published(rules: RulesApi, definition: dict, permissions: list) -> str:
@@ -50,49 +38,6 @@ def published(rules: RulesApi, definition: dict, permissions: list) -> str:
     response = rules.publish(rule_id, permissions)
     assert response.status_code == 200, response.get_json()
     return rule_id
-
-
-def talk(tenant, channel, text: str | None = "hello", *, status: str = "open", assignee: Member | None = None,
-         minutes_ago: float = 0, mapped: bool = True) -> Conversation:
-    """A conversation whose last activity was `minutes_ago`, with one public inbound message."""
-    moment = utcnow() - timedelta(minutes=minutes_ago)
-    customer = Customer(tenant_id=tenant.id, name="Customer")
-    db.session.add(customer)
-    db.session.flush()
-    conversation = Conversation(tenant_id=tenant.id, customer_id=customer.id,
-                                channel_id=channel.id if mapped else None, status=status,
-                                assignee_member_id=assignee.id if assignee else None,
-                                last_activity_at=moment)
-    db.session.add(conversation)
-    db.session.flush()
-    if text is not None:
-        say(conversation, text, moment)
-    db.session.commit()
-    return conversation
-
-
-def say(conversation: Conversation, text: str, moment: datetime | None = None, direction: str = "inbound",
-        kind: str = "public") -> None:
-    """Add a message to a conversation (committed)."""
-    db.session.add(Message(tenant_id=conversation.tenant_id, conversation_id=conversation.id,
-                           channel_id=conversation.channel_id, direction=direction, kind=kind, text=text,
-                           created_at=moment or utcnow()))
-    db.session.commit()
-
-
-def work(app, redis_conn) -> None:
-    """Drain the default queue with the worker `flask jobs worker` runs, in burst mode."""
-    AppWorker([Queue(DEFAULT, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True)
-
-
-def plan(rules: RulesApi, rule_id: str, app, redis_conn) -> dict:
-    """Request a plan, let a worker generate it; the run as GET rule-runs shows it."""
-    response = rules.post(f"/{rule_id}/rule-plan", {})
-    assert response.status_code == 202, response.get_json()
-    work(app, redis_conn)
-    runs = rules.get(f"/{rule_id}/rule-runs").get_json()["data"]["runs"]
-    assert runs[0]["run_id"] == response.get_json()["data"]["run_id"]
-    return runs[0]
 
 
 def by_conversation(run: dict) -> dict:
@@ -159,10 +104,10 @@ def expected_next_slot(now: datetime) -> tuple[datetime, int]:
     raise AssertionError("no slot")
 
 
-def test_a_weekly_rule_plans_its_next_slot_time_and_assignee(app, rules, tenant, channel, redis_conn):
+def test_a_weekly_rule_plans_its_next_slot_time_and_assignee(app, rules, tenant, chat_channel, redis_conn):
     first, second = seat(tenant, "agent"), seat(tenant, "agent")
     rule_id = published(rules, weekly_rule(first, second), READ_ONLY)
-    conversation = talk(tenant, channel)
+    conversation = talk(tenant, chat_channel)
     before = utcnow()
     run = plan(rules, rule_id, app, redis_conn)
     moment, weekday = expected_next_slot(before)
@@ -195,10 +140,10 @@ def test_a_manual_plan_leaves_the_slot_time_to_the_scheduler_and_may_repeat(app,
 # --- the scan -----------------------------------------------------------------------------------
 
 def test_the_scan_reads_the_100_newest_mapped_conversations_and_is_partial_beyond(app, rules, tenant, agent,
-                                                                                  channel, redis_conn):
+                                                                                  chat_channel, redis_conn):
     rule_id = published(rules, weekly_rule(agent), READ_ONLY)  # max_actions 20
-    conversations = [talk(tenant, channel, None, minutes_ago=index) for index in range(101)]
-    unmapped = talk(tenant, channel, None, minutes_ago=0.5, mapped=False)
+    conversations = [talk(tenant, chat_channel, None, minutes_ago=index) for index in range(101)]
+    unmapped = talk(tenant, chat_channel, None, minutes_ago=0.5, mapped=False)
     run = plan(rules, rule_id, app, redis_conn)
     assert run["status"] == "partial" and run["scanned"] == 100 and run["planned_count"] == 20
     assert [item["conversation_id"] for item in run["items"]] == [str(c.id) for c in conversations[:100]]
@@ -207,11 +152,11 @@ def test_the_scan_reads_the_100_newest_mapped_conversations_and_is_partial_beyon
     assert {item["reason"] for item in run["items"][20:]} == {"over_max_actions"}
 
 
-def test_only_mapped_conversations_newest_first_within_max_actions(app, rules, tenant, agent, channel, redis_conn):
+def test_only_mapped_conversations_newest_first_within_max_actions(app, rules, tenant, agent, chat_channel, redis_conn):
     rule_id = published(rules, message_rule(agent, max_actions=1), READ_ONLY + KEYWORD)
-    older = talk(tenant, channel, "refund", minutes_ago=10)
-    newer = talk(tenant, channel, "REFUND now", minutes_ago=5)
-    unmapped = talk(tenant, channel, "refund", minutes_ago=1, mapped=False)
+    older = talk(tenant, chat_channel, "refund", minutes_ago=10)
+    newer = talk(tenant, chat_channel, "REFUND now", minutes_ago=5)
+    unmapped = talk(tenant, chat_channel, "refund", minutes_ago=1, mapped=False)
     run = plan(rules, rule_id, app, redis_conn)
     assert run["status"] == "complete" and run["scanned"] == 2 and run["planned_count"] == 1
     items = by_conversation(run)
@@ -222,15 +167,15 @@ def test_only_mapped_conversations_newest_first_within_max_actions(app, rules, t
     assert items[str(older.id)]["reason"] == "over_max_actions" and not items[str(older.id)]["planned"]
 
 
-def test_only_the_newest_public_inbound_text_is_read(app, rules, tenant, agent, channel, redis_conn):
+def test_only_the_newest_public_inbound_text_is_read(app, rules, tenant, agent, chat_channel, redis_conn):
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    noted = talk(tenant, channel, "hello", minutes_ago=1)
+    noted = talk(tenant, chat_channel, "hello", minutes_ago=1)
     say(noted, "refund (private note)", kind="private_note")
-    answered = talk(tenant, channel, "hello", minutes_ago=2)
+    answered = talk(tenant, chat_channel, "hello", minutes_ago=2)
     say(answered, "we can refund you", direction="outbound")
-    superseded = talk(tenant, channel, "refund", minutes_ago=3)
+    superseded = talk(tenant, chat_channel, "refund", minutes_ago=3)
     say(superseded, "never mind, thanks")
-    silent = talk(tenant, channel, None, minutes_ago=4)
+    silent = talk(tenant, chat_channel, None, minutes_ago=4)
     items = by_conversation(plan(rules, rule_id, app, redis_conn))
     assert items[str(noted.id)]["reason"] == "no_keyword_matched"
     assert items[str(answered.id)]["reason"] == "no_keyword_matched"
@@ -238,24 +183,24 @@ def test_only_the_newest_public_inbound_text_is_read(app, rules, tenant, agent, 
     assert items[str(silent.id)]["reason"] == "no_public_inbound_message"
 
 
-def test_keywords_look_at_the_first_4000_characters_only(app, rules, tenant, agent, channel, redis_conn):
+def test_keywords_look_at_the_first_4000_characters_only(app, rules, tenant, agent, chat_channel, redis_conn):
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    inside = talk(tenant, channel, "x" * 3994 + "Refund", minutes_ago=1)
-    outside = talk(tenant, channel, "x" * 3995 + "refund", minutes_ago=2)
+    inside = talk(tenant, chat_channel, "x" * 3994 + "Refund", minutes_ago=1)
+    outside = talk(tenant, chat_channel, "x" * 3995 + "refund", minutes_ago=2)
     items = by_conversation(plan(rules, rule_id, app, redis_conn))
     assert items[str(inside.id)]["reason"] == "keyword_matched"
     assert items[str(outside.id)]["reason"] == "no_keyword_matched"
 
 
-def test_statuses_and_assignees_decide_before_the_text(app, rules, tenant, agent, channel, redis_conn):
+def test_statuses_and_assignees_decide_before_the_text(app, rules, tenant, agent, chat_channel, redis_conn):
     other = seat(tenant, "agent")
     rule_id = published(rules, message_rule(agent, statuses=["open"]), READ_ONLY + KEYWORD)
     cases = {
-        "resolved_excluded": talk(tenant, channel, "refund", status="resolved", minutes_ago=1),
-        "status_not_selected": talk(tenant, channel, "refund", status="pending", minutes_ago=2),
-        "already_assigned": talk(tenant, channel, "refund", assignee=other, minutes_ago=3),
-        "no_keyword_matched": talk(tenant, channel, "hello", minutes_ago=4),
-        "keyword_matched": talk(tenant, channel, "refund", minutes_ago=5),
+        "resolved_excluded": talk(tenant, chat_channel, "refund", status="resolved", minutes_ago=1),
+        "status_not_selected": talk(tenant, chat_channel, "refund", status="pending", minutes_ago=2),
+        "already_assigned": talk(tenant, chat_channel, "refund", assignee=other, minutes_ago=3),
+        "no_keyword_matched": talk(tenant, chat_channel, "hello", minutes_ago=4),
+        "keyword_matched": talk(tenant, chat_channel, "refund", minutes_ago=5),
     }
     items = by_conversation(plan(rules, rule_id, app, redis_conn))
     assert {reason: items[str(c.id)]["reason"] for reason, c in cases.items()} == {r: r for r in cases}
@@ -263,11 +208,11 @@ def test_statuses_and_assignees_decide_before_the_text(app, rules, tenant, agent
 
 
 def test_overwrite_assigned_plans_assigned_conversations_but_not_the_targets_own(app, rules, tenant, agent,
-                                                                                  channel, redis_conn):
+                                                                                  chat_channel, redis_conn):
     other = seat(tenant, "agent")
     rule_id = published(rules, message_rule(agent, overwrite_assigned=True), READ_ONLY + KEYWORD)
-    theirs = talk(tenant, channel, "refund", assignee=other, minutes_ago=1)
-    own = talk(tenant, channel, "refund", assignee=agent, minutes_ago=2)
+    theirs = talk(tenant, chat_channel, "refund", assignee=other, minutes_ago=1)
+    own = talk(tenant, chat_channel, "refund", assignee=agent, minutes_ago=2)
     run = plan(rules, rule_id, app, redis_conn)
     items = by_conversation(run)
     assert items[str(theirs.id)]["planned"] and items[str(theirs.id)]["reason"] == "keyword_matched"
@@ -276,10 +221,10 @@ def test_overwrite_assigned_plans_assigned_conversations_but_not_the_targets_own
     assert run["planned_count"] == 1
 
 
-def test_planned_items_carry_the_atomic_snapshot(app, rules, tenant, agent, channel, redis_conn):
+def test_planned_items_carry_the_atomic_snapshot(app, rules, tenant, agent, chat_channel, redis_conn):
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    planned = talk(tenant, channel, "refund", minutes_ago=1)
-    skipped = talk(tenant, channel, "hello", minutes_ago=2)
+    planned = talk(tenant, chat_channel, "refund", minutes_ago=1)
+    skipped = talk(tenant, chat_channel, "hello", minutes_ago=2)
     run = plan(rules, rule_id, app, redis_conn)
     db.session.expire_all()
     stored = {item.conversation_id: item for item in db.session.scalars(select(AutomationRunItem))}
@@ -292,11 +237,11 @@ def test_planned_items_carry_the_atomic_snapshot(app, rules, tenant, agent, chan
     assert run["planned_count"] == 1
 
 
-def test_no_message_text_is_stored_in_the_run_its_items_or_the_audit(app, rules, tenant, agent, channel,
+def test_no_message_text_is_stored_in_the_run_its_items_or_the_audit(app, rules, tenant, agent, chat_channel,
                                                                      redis_conn):
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    talk(tenant, channel, SECRET_TEXT, minutes_ago=1)
-    talk(tenant, channel, "Quokka-1180 hello", minutes_ago=2)
+    talk(tenant, chat_channel, SECRET_TEXT, minutes_ago=1)
+    talk(tenant, chat_channel, "Quokka-1180 hello", minutes_ago=2)
     run = plan(rules, rule_id, app, redis_conn)
     assert run["planned_count"] == 1
     db.session.expire_all()
@@ -309,9 +254,9 @@ def test_no_message_text_is_stored_in_the_run_its_items_or_the_audit(app, rules,
         assert "Zebra" not in text and "Quokka" not in text and "please" not in text
 
 
-def test_a_completed_plan_is_audited_with_counts_only(app, rules, tenant, agent, admin, channel, redis_conn):
+def test_a_completed_plan_is_audited_with_counts_only(app, rules, tenant, agent, admin, chat_channel, redis_conn):
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    talk(tenant, channel, "refund")
+    talk(tenant, chat_channel, "refund")
     run = plan(rules, rule_id, app, redis_conn)
     entry = db.session.scalar(select(AuditEntry).where(AuditEntry.action == "automation.plan_completed"))
     assert entry.actor_id == admin.user_id and entry.target == f"automation_run:{run['run_id']}"
@@ -319,28 +264,28 @@ def test_a_completed_plan_is_audited_with_counts_only(app, rules, tenant, agent,
                              "scanned": 1, "planned_count": 1}
 
 
-def test_running_the_job_twice_plans_once(app, rules, tenant, agent, channel, redis_conn):
+def test_running_the_job_twice_plans_once(app, rules, tenant, agent, chat_channel, redis_conn):
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    talk(tenant, channel, "refund")
+    talk(tenant, chat_channel, "refund")
     run = plan(rules, rule_id, app, redis_conn)
     assert plans.run_plan(uuid.UUID(run["run_id"])) == "complete"
     assert db.session.scalar(select(func.count()).select_from(AutomationRunItem)) == 1
 
 
-def test_running_out_of_budget_makes_the_run_partial(app, rules, tenant, agent, channel, redis_conn, monkeypatch):
+def test_running_out_of_budget_makes_the_run_partial(app, rules, tenant, agent, chat_channel, redis_conn, monkeypatch):
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    talk(tenant, channel, "refund")
+    talk(tenant, chat_channel, "refund")
     monkeypatch.setattr(plans, "BUDGET_SECONDS", -1.0)
     run = plan(rules, rule_id, app, redis_conn)
     assert (run["status"], run["scanned"], run["planned_count"], run["items"]) == ("partial", 0, 0, [])
 
 
-def test_a_failed_read_makes_the_run_partial(app, rules, tenant, agent, channel, redis_conn, monkeypatch):
+def test_a_failed_read_makes_the_run_partial(app, rules, tenant, agent, chat_channel, redis_conn, monkeypatch):
     from sqlalchemy.exc import OperationalError
 
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    failing = talk(tenant, channel, "refund", minutes_ago=1)
-    fine = talk(tenant, channel, "refund", minutes_ago=2)
+    failing = talk(tenant, chat_channel, "refund", minutes_ago=1)
+    fine = talk(tenant, chat_channel, "refund", minutes_ago=2)
     read = plans._latest_text
 
     def flaky(tenant_id, conversation_id):
@@ -357,12 +302,12 @@ def test_a_failed_read_makes_the_run_partial(app, rules, tenant, agent, channel,
 
 # --- semantic rules -----------------------------------------------------------------------------
 
-def test_semantic_plans_classify_masked_text_and_meter_the_tokens(app, rules, tenant, agent, channel,
+def test_semantic_plans_classify_masked_text_and_meter_the_tokens(app, rules, tenant, agent, chat_channel,
                                                                   redis_conn, model_server):
     rule_id = published(rules, semantic_rule(agent), READ_ONLY + SEMANTIC)
-    matched = talk(tenant, channel, "charge on my card, mail me at ann@example.com", minutes_ago=1)
-    low = talk(tenant, channel, "maybe billing", minutes_ago=2)
-    resolved = talk(tenant, channel, "billing", status="resolved", minutes_ago=3)
+    matched = talk(tenant, chat_channel, "charge on my card, mail me at ann@example.com", minutes_ago=1)
+    low = talk(tenant, chat_channel, "maybe billing", minutes_ago=2)
+    resolved = talk(tenant, chat_channel, "billing", status="resolved", minutes_ago=3)
     model_server.answer_json({"label": "billing", "confidence": 0.95}, input_tokens=700, output_tokens=20)
     model_server.answer_json({"label": "billing", "confidence": 0.5}, input_tokens=600, output_tokens=30)
     run = plan(rules, rule_id, app, redis_conn)
@@ -380,10 +325,10 @@ def test_semantic_plans_classify_masked_text_and_meter_the_tokens(app, rules, te
         "semantic_routing", 1300, 50, f"automation_run:{run['run_id']}")
 
 
-def test_semantic_plans_meter_points_even_when_nothing_matches(app, rules, tenant, agent, channel, redis_conn,
+def test_semantic_plans_meter_points_even_when_nothing_matches(app, rules, tenant, agent, chat_channel, redis_conn,
                                                                model_server):
     rule_id = published(rules, semantic_rule(agent), READ_ONLY + SEMANTIC)
-    undecided = talk(tenant, channel, "hmm")
+    undecided = talk(tenant, chat_channel, "hmm")
     model_server.answer_json({"label": "无法判断", "confidence": 0.99}, input_tokens=400, output_tokens=10)
     run = plan(rules, rule_id, app, redis_conn)
     assert run["planned_count"] == 0
@@ -391,11 +336,11 @@ def test_semantic_plans_meter_points_even_when_nothing_matches(app, rules, tenan
     assert db.session.scalar(select(func.sum(AiPointsEntry.input_tokens))) == 400
 
 
-def test_more_than_10_semantic_candidates_classify_nothing_and_plan_nothing(app, rules, tenant, agent, channel,
+def test_more_than_10_semantic_candidates_classify_nothing_and_plan_nothing(app, rules, tenant, agent, chat_channel,
                                                                             redis_conn, model_server):
     rule_id = published(rules, semantic_rule(agent), READ_ONLY + SEMANTIC)
     for index in range(11):
-        talk(tenant, channel, "billing question", minutes_ago=index)
+        talk(tenant, chat_channel, "billing question", minutes_ago=index)
     run = plan(rules, rule_id, app, redis_conn)
     assert (run["status"], run["scanned"], run["planned_count"]) == ("partial", 11, 0)
     assert {item["reason"] for item in run["items"]} == {"semantic_over_limit"}
@@ -403,11 +348,11 @@ def test_more_than_10_semantic_candidates_classify_nothing_and_plan_nothing(app,
     assert db.session.scalar(select(func.count()).select_from(AiPointsEntry)) == 0
 
 
-def test_a_model_failure_leaves_a_partial_semantic_plan_that_plans_nothing(app, rules, tenant, agent, channel,
+def test_a_model_failure_leaves_a_partial_semantic_plan_that_plans_nothing(app, rules, tenant, agent, chat_channel,
                                                                             redis_conn, model_server):
     rule_id = published(rules, semantic_rule(agent), READ_ONLY + SEMANTIC)
-    first = talk(tenant, channel, "billing", minutes_ago=1)
-    second = talk(tenant, channel, "billing", minutes_ago=2)
+    first = talk(tenant, chat_channel, "billing", minutes_ago=1)
+    second = talk(tenant, chat_channel, "billing", minutes_ago=2)
     model_server.answer_json({"label": "billing", "confidence": 0.99}, input_tokens=300, output_tokens=5)
     model_server.answer_status(500)
     model_server.answer_status(500)
@@ -421,9 +366,9 @@ def test_a_model_failure_leaves_a_partial_semantic_plan_that_plans_nothing(app, 
 
 
 def test_a_worker_killed_mid_plan_leaves_the_run_failed_and_it_is_never_retried(
-        app, app_config, rules, tenant, agent, channel, redis_conn, model_server, monkeypatch):
+        app, app_config, rules, tenant, agent, chat_channel, redis_conn, model_server, monkeypatch):
     rule_id = published(rules, semantic_rule(agent), READ_ONLY + SEMANTIC)
-    talk(tenant, channel, "billing")
+    talk(tenant, chat_channel, "billing")
     model_server.answer_json({"label": "billing", "confidence": 0.99}, delay=30)
     response = rules.post(f"/{rule_id}/rule-plan", {})
     assert response.status_code == 202
@@ -450,7 +395,7 @@ def test_a_worker_killed_mid_plan_leaves_the_run_failed_and_it_is_never_retried(
     assert plans.sweep() == 1
     db.session.expire_all()
     assert db.session.get(AutomationRun, run_id).status == "failed"
-    work(app, redis_conn)  # a new worker runs whatever is queued: nothing plans the run again
+    work(app, redis_conn, DEFAULT)  # a new worker runs whatever is queued: nothing plans the run again
     assert plans.run_plan(run_id) == "failed"
     assert len(model_server.received) == 1  # the model was asked once; nothing was retried
     db.session.expire_all()
@@ -459,23 +404,23 @@ def test_a_worker_killed_mid_plan_leaves_the_run_failed_and_it_is_never_retried(
 
 # --- cancelled, failed, listed ------------------------------------------------------------------
 
-def test_pausing_the_rule_cancels_its_queued_plans(app, rules, tenant, agent, channel, redis_conn):
+def test_pausing_the_rule_cancels_its_queued_plans(app, rules, tenant, agent, chat_channel, redis_conn):
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    talk(tenant, channel, "refund")
+    talk(tenant, chat_channel, "refund")
     run_id = rules.post(f"/{rule_id}/rule-plan", {}).get_json()["data"]["run_id"]
     assert rules.pause(rule_id).status_code == 200
     assert stored_run(run_id).status == "cancelled"
-    work(app, redis_conn)  # the job finds nothing to do
+    work(app, redis_conn, DEFAULT)  # the job finds nothing to do
     assert stored_run(run_id).status == "cancelled"
     assert db.session.scalar(select(func.count()).select_from(AutomationRunItem)) == 0
 
 
-def test_a_run_of_a_replaced_grant_is_cancelled_with_a_reason(app, rules, tenant, agent, channel, redis_conn):
+def test_a_run_of_a_replaced_grant_is_cancelled_with_a_reason(app, rules, tenant, agent, chat_channel, redis_conn):
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    talk(tenant, channel, "refund")
+    talk(tenant, chat_channel, "refund")
     run_id = rules.post(f"/{rule_id}/rule-plan", {}).get_json()["data"]["run_id"]
     assert rules.publish(rule_id, READ_ONLY + KEYWORD, expected=1).status_code == 200  # a fresh grant
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     run = stored_run(run_id)
     assert run.status == "cancelled" and run.finished_at is not None and run.planned_count == 0
     entry = db.session.scalar(select(AuditEntry).where(AuditEntry.action == "automation.plan_cancelled"))
@@ -485,14 +430,14 @@ def test_a_run_of_a_replaced_grant_is_cancelled_with_a_reason(app, rules, tenant
 
 @pytest.mark.parametrize("change, reason", [("pause", "grant_replaced"), ("switch", "planning_disabled")])
 def test_a_rule_paused_or_planning_switched_off_while_planning_cancels_before_writing(
-        app, rules, tenant, agent, channel, redis_conn, monkeypatch, change, reason):
+        app, rules, tenant, agent, chat_channel, redis_conn, monkeypatch, change, reason):
     from sqlalchemy import update
 
     from core.db import end_reads
     from rules.models import AutomationRule
 
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
-    talk(tenant, channel, "refund")
+    talk(tenant, chat_channel, "refund")
 
     def meanwhile() -> None:  # between the reads and the writes, from another connection
         end_reads()
@@ -505,7 +450,7 @@ def test_a_rule_paused_or_planning_switched_off_while_planning_cancels_before_wr
 
     monkeypatch.setattr(plans, "end_reads", meanwhile)
     run_id = rules.post(f"/{rule_id}/rule-plan", {}).get_json()["data"]["run_id"]
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     assert stored_run(run_id).status == "cancelled"
     entry = db.session.scalar(select(AuditEntry).where(AuditEntry.action == "automation.plan_cancelled"))
     assert entry.summary["reason"] == reason

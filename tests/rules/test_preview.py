@@ -11,9 +11,9 @@ from desk.models import AiPointsEntry, Conversation, Customer, Message
 from rules import catalog
 from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision
 from core.capabilities import CAPABILITY_VERSION
+from tests.support.preview import MONDAY_MIDNIGHT, body, sample
 
 ORIGIN = {"Origin": "http://localhost"}
-MONDAY_MIDNIGHT = "2026-11-22T16:00:00Z"  # Sunday 16:00 UTC is Monday 00:00 Beijing time
 LABELS = ["退款", "物流查询"]
 
 WEEKLY = {
@@ -40,18 +40,6 @@ def semantic_rule(**changes) -> dict:
     """A message rule routing refund and delivery intents to Agent S at 0.8 or more."""
     return weekly(**{"trigger": "message_received", "slots": [], "assignee_ref": "Agent S",
                      "semantic": {"labels": LABELS, "min_confidence": 0.8}, **changes})
-
-
-def sample(identifier: str, text: str = "I want a refund", status: str = "open",
-           assignee_ref: str | None = None) -> dict:
-    """A synthetic sample."""
-    return {"id": identifier, "text": text, "status": status, "assignee_ref": assignee_ref}
-
-
-def body(definition: dict, samples: list, instant: str = MONDAY_MIDNIGHT, **extra) -> dict:
-    """A preview request."""
-    return {"capability_version": CAPABILITY_VERSION, "definition": definition, "samples": samples,
-            "instant": instant, **extra}
 
 
 @pytest.fixture

@@ -13,27 +13,14 @@ from core.audit import AuditEntry
 from core.clock import BEIJING, iso, utcnow
 from core.db import db
 from core.queue_names import DEFAULT
-from desk.channels import create_channel
 from desk.models import AssignmentReceipt, Conversation
 from rules import plans, scheduler
 from rules.models import AutomationGrant, AutomationRule, AutomationRun
-from tests.rules.test_plans import talk, work
-from tests.rules.test_service import READ_ONLY, SCHEDULED, weekly_rule
+from tests.support.jobs import work
+from tests.support.rule_runs import talk
+from tests.support.rules import CONTINUOUS_SWITCHES, READ_ONLY, SCHEDULED, weekly_rule
 
-SWITCHES = ("AUTOMATION_PLANNING_ENABLED", "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", "ATOMIC_ASSIGNMENT_ENABLED")
-
-
-@pytest.fixture(autouse=True)
-def switches(app, monkeypatch):
-    for name in SWITCHES:
-        monkeypatch.setitem(app.config, name, True)
-
-
-@pytest.fixture
-def channel(tenant):
-    found, _ = create_channel(tenant.id, "Web")
-    db.session.commit()
-    return found
+pytestmark = pytest.mark.usefixtures("continuous_switches")
 
 
 @pytest.fixture
@@ -133,7 +120,7 @@ def test_a_plan_job_claimed_after_the_run_was_missed_does_nothing(app, scheduled
     assert queued_jobs(redis_conn) == 1
     clock(slot + timedelta(minutes=6))
     scheduler.tick()  # the worker never came
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     [run] = runs()
     assert (run.status, run.started_at, run.schedule_execution_code) == ("missed", None, "missed")
     scheduler.tick()
@@ -154,16 +141,16 @@ def racing_ticks(app, ticks: int = 2) -> list[int]:
         return list(pool.map(lambda _: one_tick(), range(ticks)))
 
 
-def test_ticks_racing_create_start_and_decide_each_run_once(app, scheduled, slot, clock, tenant, channel, agent,
+def test_ticks_racing_create_start_and_decide_each_run_once(app, scheduled, slot, clock, tenant, chat_channel, agent,
                                                             redis_conn):
-    conversation = talk(tenant, channel)
+    conversation = talk(tenant, chat_channel)
     clock(slot + timedelta(seconds=10))
     racing_ticks(app, 3)
     [run] = runs()
     assert run.status == "queued" and queued_jobs(redis_conn) == 1  # created once, started once
     assert scheduler.tenant_semaphore(tenant.id).holders() == 1
     assert scheduler.platform_semaphore().holders() == 1
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     clock(slot + timedelta(seconds=25))
     racing_ticks(app, 3)
     [run] = runs()
@@ -171,7 +158,7 @@ def test_ticks_racing_create_start_and_decide_each_run_once(app, scheduled, slot
     assert queued_jobs(redis_conn) == 1  # one command job
     rounds = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "automation.schedule_round")).all()
     assert len(rounds) == 1
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     db.session.expire_all()
     assert [r.status for r in db.session.scalars(select(AssignmentReceipt))] == ["applied"]
     assert db.session.get(Conversation, conversation.id).assignee_member_id == agent.id
@@ -207,14 +194,14 @@ def test_four_plans_platform_wide(app, scheduled, slot, clock, redis_conn):
 
 
 def test_the_slots_are_held_while_the_plan_runs_and_released_after(app, scheduled, slot, clock, tenant,
-                                                                  channel, redis_conn):
-    talk(tenant, channel)
+                                                                  chat_channel, redis_conn):
+    talk(tenant, chat_channel)
     clock(slot + timedelta(seconds=10))
     scheduler.tick()
     assert scheduler.tenant_semaphore(tenant.id).holders() == 1
     scheduler.tick()  # still queued: the lease is renewed, not released
     assert scheduler.tenant_semaphore(tenant.id).holders() == 1
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     scheduler.tick()
     assert scheduler.tenant_semaphore(tenant.id).holders() == 0
     assert scheduler.platform_semaphore().holders() == 0
@@ -223,7 +210,7 @@ def test_the_slots_are_held_while_the_plan_runs_and_released_after(app, schedule
 
 # --- switches and grants ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("switch", SWITCHES)
+@pytest.mark.parametrize("switch", CONTINUOUS_SWITCHES)
 def test_each_switch_off_does_nothing(app, scheduled, slot, clock, monkeypatch, redis_conn, switch):
     monkeypatch.setitem(app.config, switch, False)
     clock(slot + timedelta(seconds=10))
@@ -257,7 +244,7 @@ def plan_round(app, slot, clock, redis_conn) -> AutomationRun:
     """Tick (create and start), let the worker plan, tick again (decide); the run."""
     clock(slot + timedelta(seconds=10))
     scheduler.tick()
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     clock(slot + timedelta(seconds=25))
     scheduler.tick()
     [run] = runs()
@@ -265,13 +252,13 @@ def plan_round(app, slot, clock, redis_conn) -> AutomationRun:
 
 
 def test_a_complete_fresh_plan_is_queued_and_assigned_through_the_adapter(app, scheduled, slot, clock, tenant,
-                                                                          agent, channel, redis_conn):
-    conversations = [talk(tenant, channel), talk(tenant, channel)]
+                                                                          agent, chat_channel, redis_conn):
+    conversations = [talk(tenant, chat_channel), talk(tenant, chat_channel)]
     run = plan_round(app, slot, clock, redis_conn)
     assert (run.status, run.schedule_execution_state, run.schedule_execution_code) == ("complete", "queued", "queued")
     assert run.approved_by is None and run.executed is False
     assert queued_jobs(redis_conn) == 2
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     db.session.expire_all()
     receipts = list(db.session.scalars(select(AssignmentReceipt).where(
         AssignmentReceipt.command_key == f"run:{run.id}")))
@@ -284,10 +271,10 @@ def test_a_complete_fresh_plan_is_queued_and_assigned_through_the_adapter(app, s
     assert [r.schedule_execution_code for r in runs()] == ["queued"] and queued_jobs(redis_conn) == 0
 
 
-def test_a_partial_plan_is_skipped_and_assigns_nothing(app, scheduled, slot, clock, tenant, channel, redis_conn,
+def test_a_partial_plan_is_skipped_and_assigns_nothing(app, scheduled, slot, clock, tenant, chat_channel, redis_conn,
                                                        monkeypatch):
     monkeypatch.setattr(plans, "SCAN_LIMIT", 1)
-    conversations = [talk(tenant, channel), talk(tenant, channel)]
+    conversations = [talk(tenant, chat_channel), talk(tenant, chat_channel)]
     run = plan_round(app, slot, clock, redis_conn)
     assert (run.status, run.schedule_execution_state, run.schedule_execution_code) == ("partial", "skipped", "partial")
     assert queued_jobs(redis_conn) == 0
@@ -297,11 +284,11 @@ def test_a_partial_plan_is_skipped_and_assigns_nothing(app, scheduled, slot, clo
 
 
 def test_a_grant_replaced_between_plan_and_execution_skips_the_run(app, rules, scheduled, slot, clock, tenant,
-                                                                   channel, redis_conn):
-    conversation = talk(tenant, channel)
+                                                                   chat_channel, redis_conn):
+    conversation = talk(tenant, chat_channel)
     clock(slot + timedelta(seconds=10))
     scheduler.tick()
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     response = rules.publish(scheduled, SCHEDULED, expected=1, execution_mode="scheduled")
     assert response.status_code == 200, response.get_json()
     clock(slot + timedelta(seconds=25))
@@ -315,11 +302,11 @@ def test_a_grant_replaced_between_plan_and_execution_skips_the_run(app, rules, s
 
 
 def test_a_plan_finished_more_than_five_minutes_ago_is_skipped_as_missed(app, scheduled, slot, clock, tenant,
-                                                                         channel, redis_conn):
-    talk(tenant, channel)
+                                                                         chat_channel, redis_conn):
+    talk(tenant, chat_channel)
     clock(slot + timedelta(seconds=10))
     scheduler.tick()
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     db.session.execute(update(AutomationRun).values(finished_at=slot - timedelta(minutes=6)))
     db.session.commit()
     scheduler.tick()
@@ -328,11 +315,11 @@ def test_a_plan_finished_more_than_five_minutes_ago_is_skipped_as_missed(app, sc
     assert queued_jobs(redis_conn) == 0
 
 
-def test_a_plan_started_late_is_skipped_as_missed(app, scheduled, slot, clock, tenant, channel, redis_conn):
-    talk(tenant, channel)
+def test_a_plan_started_late_is_skipped_as_missed(app, scheduled, slot, clock, tenant, chat_channel, redis_conn):
+    talk(tenant, chat_channel)
     clock(slot + timedelta(seconds=10))
     scheduler.tick()
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     db.session.execute(update(AutomationRun).values(started_at=slot + timedelta(minutes=5, seconds=1)))
     db.session.commit()
     scheduler.tick()
@@ -342,8 +329,8 @@ def test_a_plan_started_late_is_skipped_as_missed(app, scheduled, slot, clock, t
 @pytest.mark.parametrize("meanwhile, outcome", [("republish", ("rejected", "grant_replaced")),
                                                  ("pause", ("cancelled", "rule_paused"))])
 def test_a_scheduled_command_rechecks_the_grant_at_write_time(app, rules, scheduled, slot, clock, tenant,
-                                                              channel, redis_conn, meanwhile, outcome):
-    conversation = talk(tenant, channel)
+                                                              chat_channel, redis_conn, meanwhile, outcome):
+    conversation = talk(tenant, chat_channel)
     run = plan_round(app, slot, clock, redis_conn)
     assert run.schedule_execution_state == "queued"
     if meanwhile == "republish":  # a new scheduled grant: the run's old one no longer authorizes
@@ -351,18 +338,18 @@ def test_a_scheduled_command_rechecks_the_grant_at_write_time(app, rules, schedu
     else:
         response = rules.pause(scheduled)
     assert response.status_code == 200, response.get_json()
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     db.session.expire_all()
     [receipt] = db.session.scalars(select(AssignmentReceipt))
     assert (receipt.status, receipt.reason) == outcome
     assert db.session.get(Conversation, conversation.id).assignee_member_id is None
 
 
-def test_manual_plans_are_never_executed_by_the_scheduler(app, rules, scheduled, slot, clock, tenant, channel,
+def test_manual_plans_are_never_executed_by_the_scheduler(app, rules, scheduled, slot, clock, tenant, chat_channel,
                                                           redis_conn):
-    talk(tenant, channel)
+    talk(tenant, chat_channel)
     assert rules.post(f"/{scheduled}/rule-plan", {}).status_code == 202
-    work(app, redis_conn)
+    work(app, redis_conn, DEFAULT)
     clock(utcnow())
     scheduler.tick()
     [run] = runs()

@@ -10,8 +10,8 @@ from rules import definition as validator
 from rules import schema
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE, LIMITS
 from rules.definition import STATUSES, TIMEZONES, TRIGGERS, WEEKDAYS, validate_rule
-from tests.rules.test_definition import (KEYWORD, PROPERTY_SETTINGS, RULES, SEMANTIC, WEEKLY, changed,
-                                         valid_rules)
+from tests.support.definitions import PROPERTY_SETTINGS, changed
+from tests.support.rule_definitions import KEYWORD, RULES, SEMANTIC, WEEKLY, valid_rules
 
 # Where each object of SEMANTIC_WEEKLY sits, by its name in the validator's SHAPES.
 OBJECTS = {"definition": (), "slot": ("slots", 0), "semantic": ("semantic",)}

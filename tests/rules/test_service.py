@@ -13,73 +13,8 @@ from rules import lookup, service
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE
 from rules.models import AutomationGrant, AutomationRule, AutomationRuleRevision
 from tests.conftest import login, seat
-from tests.studio.conftest import ORIGIN
-
-READ_ONLY = ["conversation.read_for_plan", "automation.schedule_plan"]
-SCHEDULED = READ_ONLY + ["conversation.assign_scheduled"]
-MESSAGE_EVENT = SCHEDULED + ["conversation.message_event"]
-KEYWORD = ["conversation.keyword_routing"]
-SEMANTIC = ["conversation.semantic_routing", "ai.points.consume"]
-
-
-def weekly_rule(first: Member, second: Member | None = None, **changes) -> dict:
-    """The preview example with its two placeholder assignees bound to members."""
-    definition = copy.deepcopy(AUTOMATION_PREVIEW_EXAMPLE)
-    definition["slots"][0]["assignee_ref"] = str(first.id)
-    definition["slots"][1]["assignee_ref"] = str((second or first).id)
-    return {**definition, **changes}
-
-
-def message_rule(member: Member, **changes) -> dict:
-    """A keyword rule on new customer messages, assigning to `member`."""
-    return {"schema_version": 1, "name": "Refund desk", "timezone": "Asia/Shanghai",
-            "trigger": "message_received", "slots": [], "assignee_ref": str(member.id),
-            "keywords": ["refund"], "statuses": ["open", "pending"], "overwrite_assigned": False,
-            "max_actions": 10, **changes}
-
-
-def semantic_rule(member: Member, **changes) -> dict:
-    """A semantic rule on new customer messages, assigning to `member`."""
-    return message_rule(member, keywords=[], semantic={"labels": ["billing"], "min_confidence": 0.9},
-                        **changes)
-
-
-class RulesApi:
-    """The administrator's browser speaking the automation rules API (same-origin POSTs)."""
-
-    def __init__(self, client):
-        self.client = client
-
-    def get(self, path: str):
-        return self.client.get(f"/api/extensions{path}")
-
-    def post(self, path: str, body: dict):
-        return self.client.post(f"/api/extensions{path}", json=body, headers=ORIGIN)
-
-    def save(self, definition: dict, **change):
-        return self.post("/automation-rules", {"definition": definition, **change})
-
-    def create(self, definition: dict) -> str:
-        response = self.save(definition)
-        assert response.status_code == 201, response.get_json()
-        return response.get_json()["data"]["rule_id"]
-
-    def publish(self, rule_id: str, permissions: list, revision: int = 1, expected=None, **extra):
-        body = {"revision": revision, "expected_active_revision": expected, "permissions": permissions,
-                "confirm": True, **extra}
-        return self.post(f"/{rule_id}/rule-publish", body)
-
-    def pause(self, rule_id: str, body: dict | None = None):
-        return self.post(f"/{rule_id}/rule-pause", {} if body is None else body)
-
-    def rule(self, rule_id: str) -> dict:
-        return self.get(f"/{rule_id}/rule-versions").get_json()["data"]["rule"]
-
-
-def error(response) -> tuple:
-    """(status, code, detail) of a refusal."""
-    body = response.get_json()["error"]
-    return response.status_code, body["code"], body.get("detail")
+from tests.support.rules import (KEYWORD, MESSAGE_EVENT, READ_ONLY, SCHEDULED, SEMANTIC, RulesApi, error, message_rule,
+                                 semantic_rule, weekly_rule)
 
 
 def grants(rule_id: str) -> list[AutomationGrant]:

@@ -9,8 +9,8 @@ from sqlalchemy import func, select
 from core.db import db
 from studio.models import StudioActionBinding
 from tests.conftest import csrf_from
-from tests.studio.test_actions import (TOKEN, acting, action_definition, bound, drafts, professional,  # noqa: F401
-                                       publish_new_version, run_count, save, work)
+from tests.support.actions import (TOKEN, action_definition, bound, drafts, professional, publish_new_version,
+                                   run_count, save, send_actions)
 
 HTMX = {"HX-Request": "true"}
 
@@ -93,7 +93,7 @@ def test_the_review_page_shows_the_exact_payload_and_target_then_runs_once(admin
     assert started.status_code == 200 and 'aria-busy="true"' in started.get_data(as_text=True)
     poll = re.search(r'hx-get="([^"]+)"', started.get_data(as_text=True))[1]
     assert "Queued…" in text_of(started)
-    work(redis_conn)
+    send_actions(redis_conn)
     outcome = text_of(admin_client.get(poll, headers=HTMX))
     assert "Accepted: the receiver answered HTTP 200. Accepted means it took the request, not that its business " \
            "process completed." in outcome

@@ -10,15 +10,13 @@ from datetime import timedelta
 
 import pytest
 from cryptography.fernet import Fernet
-from rq import Queue, SimpleWorker
+from rq import Queue
 from sqlalchemy import func, select, update
 
-from core.audit import AuditEntry
 from core.clock import utcnow
 from core.config import PROJECT_ROOT
 from core.db import db
 from core.queue_names import WEBHOOKS
-from desk.models import MarketingDraft, OfficialAccount
 from studio import actions
 from studio.models import StudioActionBinding, StudioActionRun
 from studio.templates_market import TEMPLATES
@@ -26,99 +24,20 @@ from tests.conftest import (FLASK, LONG_WINDOW, csrf_from, customer_conversation
                             worker_killed_once)
 from studio.apps import get_app
 from studio.workbench import add_to_workbench, open_entry, set_grants, submit
-from tests.studio.conftest import ORIGIN, sample_definition
-from tests.studio.test_generation import app_answer, gen, generate  # noqa: F401 (gen is a fixture)
-from tests.studio.test_workbench_tools import PROFILE, WORKBENCH
-
-FIELDS = [
-    {"key": "title", "label": "Title", "type": "text", "required": True},
-    {"key": "amount", "label": "Amount", "type": "number", "required": False},
-    {"key": "priority", "label": "Priority", "type": "select", "required": False, "options": ["low", "high"]},
-    {"key": "notes", "label": "Notes", "type": "textarea", "required": False},
-    {"key": "tag", "label": "Customer tag", "type": "text", "required": False},
-    {"key": "urgent", "label": "Urgent", "type": "checkbox", "required": False},
-]
-HTTP_ACTION = {"key": "crm", "title": "Send to CRM", "kind": "http", "fields": ["notes", "title", "amount", "urgent"]}
-CAMPAIGN_ACTION = {"key": "promo", "title": "Promotion draft", "kind": "campaign", "name_field": "title",
-                   "content_field": "notes", "audience_tag_field": "tag"}
-TOKEN = "s3cr3t-Bearer.token_~+/=="
-
-
-def action_definition(**changes) -> dict:
-    """The sample application with text fields for a campaign and both kinds of action."""
-    return sample_definition(fields=FIELDS, actions=[HTTP_ACTION, CAMPAIGN_ACTION], **changes)
-
-
-def publish_new_version(api, app_id: str, definition: dict, version: int) -> None:
-    assert api.post(f"/{app_id}/versions", {"definition": definition}).status_code == 201
-    assert api.simulate(app_id, version).status_code == 200
-    assert api.publish(app_id, version, expected=version - 1).status_code == 200
-
-
-@pytest.fixture
-def acting(api) -> str:
-    """A live application whose version 1 has an http and a campaign action."""
-    app_id = api.create(action_definition())
-    assert api.simulate(app_id).status_code == 200
-    assert api.publish(app_id).status_code == 200
-    return app_id
-
-
-def save(api, app_id: str, data: dict, version: int = 1) -> str:
-    """A saved record's id (its body in UTF-8 as written, not \\u-escaped, so long texts fit)."""
-    body = {"version": version, "input": data, "idempotency_key": str(uuid.uuid4())}
-    response = api.client.post(f"/api/extensions/{app_id}/records", headers=ORIGIN, content_type="application/json",
-                               data=json.dumps(body, ensure_ascii=False).encode())
-    assert response.status_code == 200, response.get_json()
-    return response.get_json()["data"]["record_id"]
-
-
-def bind(api, app_id: str, endpoint: str, version: int = 1, key: str = "crm", **extra):
-    return api.post(f"/{app_id}/actions", {"operation": "bind", "version": version, "action_key": key,
-                                           "endpoint": endpoint, "confirm": True, **extra})
-
-
-def bound(api, app_id: str, endpoint: str, **extra) -> str:
-    """The id of a new binding."""
-    response = bind(api, app_id, endpoint, **extra)
-    assert response.status_code == 201, response.get_json()
-    return response.get_json()["data"]["binding_id"]
-
-
-def run(api, app_id: str, record_id: str, binding_id: str | None = None, key: str = "crm", version: int = 1, **extra):
-    body = {"operation": "run", "version": version, "record_id": record_id, "action_key": key, "confirm": True, **extra}
-    if binding_id is not None:
-        body["binding_id"] = binding_id
-    return api.post(f"/{app_id}/actions", body)
-
-
-def work(redis_conn) -> None:
-    """Run a real worker over the webhooks queue (where action runs go) until it is empty."""
-    SimpleWorker([Queue(WEBHOOKS, connection=redis_conn)], connection=redis_conn).work(burst=True)
-
-
-def the_run(run_id: str) -> StudioActionRun:
-    db.session.expire_all()
-    return db.session.get(StudioActionRun, uuid.UUID(run_id))
-
-
-def run_count() -> int:
-    db.session.rollback()
-    return db.session.scalar(select(func.count()).select_from(StudioActionRun))
-
-
-def audit_of(action: str) -> list[AuditEntry]:
-    db.session.rollback()
-    return list(db.session.scalars(select(AuditEntry).where(AuditEntry.action == action)
-                                   .order_by(AuditEntry.created_at)))
+from tests.support.studio import ORIGIN, sample_definition
+from tests.support.actions import (CAMPAIGN_ACTION, FIELDS, TOKEN, action_definition, audit_of, bind, bound, drafts,
+                                   professional, publish_new_version, run_action, run_count, save, send_actions,
+                                   the_run)
+from tests.support.generation import app_answer, generate
+from tests.support.workbench_tools import PROFILE, WORKBENCH
 
 
 def ran(api, redis_conn, app_id: str, record_id: str, binding_id: str) -> dict:
     """Run the http action and its job; the outcome a repeated request reads."""
-    started = run(api, app_id, record_id, binding_id)
+    started = run_action(api, app_id, record_id, binding_id)
     assert started.status_code == 202 and started.get_json()["data"]["status"] == "queued", started.get_json()
-    work(redis_conn)
-    again = run(api, app_id, record_id, binding_id)
+    send_actions(redis_conn)
+    again = run_action(api, app_id, record_id, binding_id)
     assert again.status_code == 200
     return again.get_json()["data"]
 
@@ -244,11 +163,11 @@ def test_a_new_address_replaces_the_binding_and_revoke_disables_it(api, acting, 
     states = dict(db.session.execute(select(StudioActionBinding.id, StudioActionBinding.enabled)).all())
     assert states == {uuid.UUID(first): False, uuid.UUID(second): True}
     record_id = save(api, acting, {"title": "Order 1"})
-    assert run(api, acting, record_id, first).get_json()["error"]["code"] == "binding_not_active"
+    assert run_action(api, acting, record_id, first).get_json()["error"]["code"] == "binding_not_active"
     revoked = api.post(f"/{acting}/actions", {"operation": "bind", "version": 1, "action_key": "crm", "enabled": False})
     assert revoked.status_code == 200
     assert (revoked.get_json()["data"]["binding_id"], revoked.get_json()["data"]["enabled"]) == (second, False)
-    assert run(api, acting, record_id, second).get_json()["error"]["code"] == "binding_not_active"
+    assert run_action(api, acting, record_id, second).get_json()["error"]["code"] == "binding_not_active"
     again = api.post(f"/{acting}/actions", {"operation": "bind", "version": 1, "action_key": "crm", "enabled": False})
     assert (again.status_code, again.get_json()["error"]["code"]) == (404, "not_found")
     assert run_count() == 0 and receiver.received == []
@@ -314,7 +233,7 @@ def test_a_2xx_answer_is_accepted_not_completed_and_any_other_fails_and_neither_
     binding_id = bound(api, acting, receiver.url("localhost"))
     data = ran(api, redis_conn, acting, save(api, acting, {"title": "A"}), binding_id)
     assert (data["status"], data["http_status"]) == (outcome, status)
-    work(redis_conn)
+    send_actions(redis_conn)
     actions.sweep()
     assert len(receiver.received) == 1
 
@@ -330,13 +249,13 @@ def test_a_redirect_is_not_followed(api, acting, receiver, redis_conn):
 def test_each_action_runs_once_per_record(api, acting, receiver, redis_conn):
     binding_id = bound(api, acting, receiver.url("localhost"))
     record_id = save(api, acting, {"title": "A"})
-    first = run(api, acting, record_id, binding_id)
-    twin = run(api, acting, record_id, binding_id)
+    first = run_action(api, acting, record_id, binding_id)
+    twin = run_action(api, acting, record_id, binding_id)
     assert first.get_json()["data"]["replayed"] is False and twin.get_json()["data"]["replayed"] is True
     assert twin.get_json()["data"]["run_id"] == first.get_json()["data"]["run_id"]
-    work(redis_conn)
+    send_actions(redis_conn)
     assert actions.execute(uuid.UUID(first.get_json()["data"]["run_id"])) == "accepted"  # a duplicate job sends nothing
-    repeated = run(api, acting, record_id, binding_id)
+    repeated = run_action(api, acting, record_id, binding_id)
     assert repeated.status_code == 200 and repeated.get_json()["data"]["status"] == "accepted"
     assert len(receiver.received) == 1 and run_count() == 1
     assert len(audit_of("studio.action_run")) == 1
@@ -358,14 +277,14 @@ def test_a_timeout_awaits_verification_and_is_never_resent(api, acting, receiver
     db.session.execute(update(StudioActionRun).values(created_at=utcnow() - timedelta(hours=1)))
     db.session.commit()
     actions.sweep()
-    work(redis_conn)
+    send_actions(redis_conn)
     assert len(receiver.received) == 1 and the_run(str(run_id)).status == "awaiting_verification"
 
 
 def test_an_interrupted_send_awaits_verification_and_is_never_resent(api, acting, receiver, redis_conn):
     binding_id = bound(api, acting, receiver.url("localhost"))
     record_id = save(api, acting, {"title": "A"})
-    run_id = run(api, acting, record_id, binding_id).get_json()["data"]["run_id"]
+    run_id = run_action(api, acting, record_id, binding_id).get_json()["data"]["run_id"]
     Queue(WEBHOOKS, connection=redis_conn).empty()  # the worker died after claiming it
     db.session.execute(update(StudioActionRun).values(status="sending", started_at=utcnow() - timedelta(seconds=30)))
     db.session.commit()
@@ -380,7 +299,7 @@ def test_a_worker_killed_mid_send_awaits_verification_and_is_never_resent(app, a
     binding_id = bound(api, acting, receiver.url("localhost"))
     record_id = save(api, acting, {"title": "A"})
     receiver.answers.append((200, {}, b"too late", 30))  # the POST stalls: the worker dies in it
-    run_id = run(api, acting, record_id, binding_id).get_json()["data"]["run_id"]
+    run_id = run_action(api, acting, record_id, binding_id).get_json()["data"]["run_id"]
     worker_killed_once(app_config, lambda: receiver.received, **egress_env(app))
     assert the_run(run_id).status == "sending"
     found = _swept_past_its_bound(run_id, redis_conn)
@@ -395,19 +314,19 @@ def _swept_past_its_bound(run_id: str, redis_conn) -> StudioActionRun:
     db.session.execute(update(StudioActionRun).values(started_at=long_ago))
     db.session.commit()
     assert actions.sweep() == 1
-    work(redis_conn)
+    send_actions(redis_conn)
     return the_run(run_id)
 
 
 def test_a_queued_run_whose_job_was_lost_is_queued_again_and_sent_once(api, acting, receiver, redis_conn):
     binding_id = bound(api, acting, receiver.url("localhost"))
-    run_id = run(api, acting, save(api, acting, {"title": "A"}), binding_id).get_json()["data"]["run_id"]
+    run_id = run_action(api, acting, save(api, acting, {"title": "A"}), binding_id).get_json()["data"]["run_id"]
     Queue(WEBHOOKS, connection=redis_conn).empty()
     db.session.execute(update(StudioActionRun).values(created_at=utcnow() - timedelta(hours=1)))
     db.session.commit()
     assert actions.sweep() == 1
     actions.sweep()  # the same job id: queued once
-    work(redis_conn)
+    send_actions(redis_conn)
     assert the_run(run_id).status == "accepted" and len(receiver.received) == 1
 
 
@@ -422,20 +341,20 @@ def test_an_address_that_turns_internal_after_binding_is_refused_at_the_run(api,
 def test_a_token_that_no_longer_decrypts_fails_the_run_unsent(api, acting, receiver, redis_conn, app, monkeypatch):
     binding_id = bound(api, acting, receiver.url("localhost"), bearer_token=TOKEN)
     record_id = save(api, acting, {"title": "A"})
-    assert run(api, acting, record_id, binding_id).status_code == 202
+    assert run_action(api, acting, record_id, binding_id).status_code == 202
     monkeypatch.setitem(app.config, "ENCRYPTION_KEY", Fernet.generate_key().decode())  # the key ring lost its key
-    work(redis_conn)
-    outcome = run(api, acting, record_id, binding_id).get_json()["data"]
+    send_actions(redis_conn)
+    outcome = run_action(api, acting, record_id, binding_id).get_json()["data"]
     assert (outcome["status"], outcome["error"]) == ("failed", "credentials_unreadable") and receiver.received == []
 
 
 def test_a_binding_revoked_before_the_job_stops_the_run(api, acting, receiver, redis_conn):
     binding_id = bound(api, acting, receiver.url("localhost"))
     record_id = save(api, acting, {"title": "A"})
-    assert run(api, acting, record_id, binding_id).status_code == 202
+    assert run_action(api, acting, record_id, binding_id).status_code == 202
     api.post(f"/{acting}/actions", {"operation": "bind", "version": 1, "action_key": "crm", "enabled": False})
-    work(redis_conn)
-    outcome = run(api, acting, record_id, binding_id).get_json()["data"]
+    send_actions(redis_conn)
+    outcome = run_action(api, acting, record_id, binding_id).get_json()["data"]
     assert (outcome["status"], outcome["error"]) == ("failed", "binding_revoked") and receiver.received == []
 
 
@@ -444,13 +363,15 @@ def test_only_records_of_the_live_version_run(api, acting, receiver):
     old_record = save(api, acting, {"title": "Old"})
     publish_new_version(api, acting, action_definition(name="Second"), 2)
     new_binding = bound(api, acting, receiver.url("localhost"), version=2)
-    assert run(api, acting, old_record, binding_id).get_json()["error"]["code"] == "extension_not_active"
-    answer = run(api, acting, old_record, new_binding, version=2)
+    assert run_action(api, acting, old_record, binding_id).get_json()["error"]["code"] == "extension_not_active"
+    answer = run_action(api, acting, old_record, new_binding, version=2)
     assert (answer.status_code, answer.get_json()["error"]["code"]) == (409, "record_not_live")
     new_record = save(api, acting, {"title": "New"}, version=2)
-    assert run(api, acting, new_record, binding_id, version=2).get_json()["error"]["code"] == "binding_not_active"
+    answer = run_action(api, acting, new_record, binding_id, version=2)
+    assert answer.get_json()["error"]["code"] == "binding_not_active"
     assert api.post(f"/{acting}/disable", {}).status_code == 200
-    assert run(api, acting, new_record, new_binding, version=2).get_json()["error"]["code"] == "extension_not_active"
+    answer = run_action(api, acting, new_record, new_binding, version=2)
+    assert answer.get_json()["error"]["code"] == "extension_not_active"
     assert run_count() == 0 and receiver.received == []
 
 
@@ -474,7 +395,7 @@ def test_a_run_request_is_checked_before_anything_runs(api, acting, receiver, ch
 
 def test_an_http_run_needs_its_binding(api, acting, receiver):
     bound(api, acting, receiver.url("localhost"))
-    answer = run(api, acting, save(api, acting, {"title": "A"}))
+    answer = run_action(api, acting, save(api, acting, {"title": "A"}))
     assert answer.get_json()["error"] == {"code": "required_field_missing", "detail": "binding_id"}
 
 
@@ -488,10 +409,10 @@ def test_a_payload_over_24_kib_is_refused_before_anything_runs(api, receiver):
     api.publish(app_id)
     binding_id = bound(api, app_id, receiver.url("localhost"))
     record_id = save(api, app_id, {"title": "Big", **{f["key"]: "汉" * 2000 for f in fields}})  # 30,000 bytes
-    answer = run(api, app_id, record_id, binding_id)
+    answer = run_action(api, app_id, record_id, binding_id)
     assert (answer.status_code, answer.get_json()["error"]["code"]) == (422, "action_payload_too_large")
     small = save(api, app_id, {"title": "Small", "n0": "汉" * 2000})
-    assert run(api, app_id, small, binding_id).status_code == 202
+    assert run_action(api, app_id, small, binding_id).status_code == 202
     assert run_count() == 1
 
 
@@ -520,19 +441,19 @@ def test_attempts_are_limited_to_20_per_tenant_per_minute_across_processes(api, 
               f"    [count_attempt(uuid.UUID('{other_tenant.id}')) for _ in range(20)]\n")
     subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, env=process_env(app_config), check=True,
                    timeout=60)
-    answers = [run(api, acting, record_id, binding_id) for record_id in records]
+    answers = [run_action(api, acting, record_id, binding_id) for record_id in records]
     assert [a.status_code for a in answers] == [202] * 10 + [429] * 2
     assert answers[-1].get_json()["error"]["code"] == "action_rate_limited"
     assert int(answers[-1].headers["Retry-After"]) > 0
     assert run_count() == 10
-    assert run(api, acting, records[0], binding_id).status_code == 202  # reading an existing run is no attempt
+    assert run_action(api, acting, records[0], binding_id).status_code == 202  # reading an existing run is no attempt
 
 
 def test_at_most_eight_posts_are_in_flight_platform_wide_across_processes(api, acting, receiver, app, app_config,
                                                                           redis_conn):
     receiver.default = (200, {}, b"ok", 2)
     binding_id = bound(api, acting, receiver.url("localhost"))
-    run_ids = [run(api, acting, save(api, acting, {"title": f"R{i}"}), binding_id).get_json()["data"]["run_id"]
+    run_ids = [run_action(api, acting, save(api, acting, {"title": f"R{i}"}), binding_id).get_json()["data"]["run_id"]
                for i in range(4)]
     slots = actions.platform_slots()
     held = [slots.acquire() for _ in range(6)]  # other processes' POSTs: two slots are left
@@ -552,22 +473,10 @@ def test_at_most_eight_posts_are_in_flight_platform_wide_across_processes(api, a
 
 # --- campaigns -------------------------------------------------------------------------------------
 
-def professional(tenant, kind: str | None = "independent") -> None:
-    tenant.tier = "professional"
-    if kind:
-        db.session.add(OfficialAccount(tenant_id=tenant.id, name=f"{kind} account", kind=kind))
-    db.session.commit()
-
-
-def drafts() -> list[MarketingDraft]:
-    db.session.rollback()
-    return list(db.session.scalars(select(MarketingDraft)))
-
-
 def test_a_campaign_creates_a_marketing_draft_and_sends_nothing(api, acting, receiver, redis_conn, tenant, admin):
     professional(tenant)
     record_id = save(api, acting, {"title": "Spring sale", "notes": "20% off\nthis week", "tag": "vip"})
-    answer = run(api, acting, record_id, key="promo")
+    answer = run_action(api, acting, record_id, key="promo")
     assert answer.status_code == 200
     data = answer.get_json()["data"]
     assert (data["status"], data["kind"], data["replayed"]) == ("draft_created", "campaign", False)
@@ -576,9 +485,9 @@ def test_a_campaign_creates_a_marketing_draft_and_sends_nothing(api, acting, rec
     assert (draft.title, draft.body, draft.audience_tag, draft.status) == ("Spring sale", "20% off\nthis week", "vip",
                                                                            "draft")
     assert draft.created_by == admin.user_id and draft.tenant_id == tenant.id
-    again = run(api, acting, record_id, key="promo").get_json()["data"]
+    again = run_action(api, acting, record_id, key="promo").get_json()["data"]
     assert (again["campaign_id"], again["replayed"]) == (data["campaign_id"], True)
-    work(redis_conn)
+    send_actions(redis_conn)
     assert len(drafts()) == 1 and receiver.received == []
     assert audit_of("studio.action_run")[0].summary["campaign_id"] == data["campaign_id"]
 
@@ -589,7 +498,7 @@ def test_a_campaign_without_an_audience_field_targets_all_opted_in_recipients(ap
     app_id = api.create(sample_definition(fields=FIELDS, actions=[campaign]))
     api.simulate(app_id)
     api.publish(app_id)
-    answer = run(api, app_id, save(api, app_id, {"title": "News", "notes": "Hello"}), key="promo")
+    answer = run_action(api, app_id, save(api, app_id, {"title": "News", "notes": "Hello"}), key="promo")
     assert answer.get_json()["data"]["status"] == "draft_created"
     assert drafts()[0].audience_tag is None
 
@@ -604,7 +513,7 @@ def test_a_campaign_needs_the_professional_tier_and_an_independent_account(api, 
     professional(tenant, account)
     tenant.tier = tier
     db.session.commit()
-    answer = run(api, acting, save(api, acting, {"title": "Sale", "notes": "Hi", "tag": "vip"}), key="promo")
+    answer = run_action(api, acting, save(api, acting, {"title": "Sale", "notes": "Hi", "tag": "vip"}), key="promo")
     assert (answer.status_code, answer.get_json()["error"]["code"]) == (403, code)
     assert drafts() == [] and run_count() == 0
 
@@ -615,7 +524,7 @@ def test_a_campaign_needs_the_professional_tier_and_an_independent_account(api, 
 ])
 def test_a_campaign_needs_its_fields_filled(api, acting, tenant, data, code, detail):
     professional(tenant)
-    answer = run(api, acting, save(api, acting, data), key="promo")
+    answer = run_action(api, acting, save(api, acting, data), key="promo")
     assert (answer.status_code, answer.get_json()["error"]) == (422, {"code": code, "detail": detail})
     assert drafts() == [] and run_count() == 0
 
@@ -627,18 +536,18 @@ def test_a_campaign_name_longer_than_a_draft_title_is_refused(api, tenant):
     api.simulate(app_id)
     api.publish(app_id)
     long_name = save(api, app_id, {"title": "T", "notes": "n" * 201, "tag": "vip"})
-    answer = run(api, app_id, long_name, key="promo")
+    answer = run_action(api, app_id, long_name, key="promo")
     assert (answer.status_code, answer.get_json()["error"]) == (422, {"code": "campaign_name_too_long",
                                                                       "detail": "notes"})
     fitting = save(api, app_id, {"title": "T", "notes": "n" * 200, "tag": "vip"})
-    assert run(api, app_id, fitting, key="promo").get_json()["data"]["status"] == "draft_created"
+    assert run_action(api, app_id, fitting, key="promo").get_json()["data"]["status"] == "draft_created"
     assert len(drafts()) == 1
 
 
 def test_a_campaign_names_no_binding(api, acting, tenant):
     professional(tenant)
     record_id = save(api, acting, {"title": "S", "notes": "x", "tag": "t"})
-    answer = run(api, acting, record_id, str(uuid.uuid4()), key="promo")
+    answer = run_action(api, acting, record_id, str(uuid.uuid4()), key="promo")
     assert (answer.status_code, answer.get_json()["error"]["code"]) == (400, "invalid_binding_id")
 
 
@@ -689,5 +598,5 @@ def test_simulation_import_publication_and_records_never_run_actions(api, admin_
     for template in TEMPLATES:
         imported = admin_client.post(f"/template-market/studio/{template['slug']}/import", data={"csrf_token": token})
         assert imported.status_code == 302
-    work(redis_conn)
+    send_actions(redis_conn)
     assert run_count() == 0 and drafts() == [] and receiver.received == []

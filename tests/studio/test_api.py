@@ -13,7 +13,7 @@ from core.capabilities import CAPABILITY_VERSION
 from studio.catalog import PUBLISH_PERMISSIONS, STARTER_DEFINITION
 from studio.models import StudioApp, StudioRecord, StudioVersion
 from tests.conftest import login, seat
-from tests.studio.conftest import ORIGIN, ConsoleApi, sample_definition
+from tests.support.studio import ORIGIN, ConsoleApi, sample_definition
 
 
 def code(response) -> str:

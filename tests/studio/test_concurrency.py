@@ -1,48 +1,20 @@
 """Races that must resolve to exactly one outcome (run on PostgreSQL in CI)."""
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import func, select
 
 from core.db import db
 from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioApp, StudioRecord
-from tests.conftest import login
-from tests.studio.conftest import ORIGIN, sample_definition
-from tests.studio.test_scripts import _executions
-
-PARALLEL = 20
-
-
-def _browsers(app, email: str, count: int) -> list:
-    """Separate browsers sharing one login (a login per browser would trip the login throttle)."""
-    first = app.test_client()
-    login(first, email)
-    cookie = first.get_cookie("session").value
-    browsers = [first]
-    for _ in range(count - 1):
-        browser = app.test_client()
-        browser.set_cookie("session", cookie)
-        browsers.append(browser)
-    return browsers
-
-
-def _at_once(browsers, path: str, body: dict) -> list:
-    """POST the same body from every browser at the same moment."""
-    barrier = threading.Barrier(len(browsers))
-
-    def send(browser):
-        barrier.wait()
-        return browser.post(path, json=body, headers=ORIGIN)
-
-    with ThreadPoolExecutor(len(browsers)) as pool:
-        return list(pool.map(send, browsers))
+from tests.support.concurrency import PARALLEL, at_once, browsers_of
+from tests.support.scripts import script_executions
+from tests.support.studio import ORIGIN, sample_definition
 
 
 def test_parallel_identical_submissions_with_one_key_create_one_record(app, admin, live_app):
     body = {"version": 1, "input": {"title": "Race"}, "idempotency_key": str(uuid.uuid4())}
-    responses = _at_once(_browsers(app, admin.user.email, PARALLEL), f"/api/extensions/{live_app}/records", body)
+    responses = at_once(browsers_of(app, admin.user.email, PARALLEL), f"/api/extensions/{live_app}/records", body)
     assert {r.status_code for r in responses} == {200}, [r.get_json() for r in responses]
     ids = {r.get_json()["data"]["record_id"] for r in responses}
     assert len(ids) == 1
@@ -54,7 +26,7 @@ def test_parallel_identical_submissions_with_one_key_create_one_record(app, admi
 def test_parallel_publishes_with_the_same_expected_version_have_one_winner(app, admin, api, draft_app):
     api.simulate(draft_app)
     body = {"version": 1, "expected_active_version": None, "permissions": PUBLISH_PERMISSIONS}
-    responses = _at_once(_browsers(app, admin.user.email, PARALLEL), f"/api/extensions/{draft_app}/publish", body)
+    responses = at_once(browsers_of(app, admin.user.email, PARALLEL), f"/api/extensions/{draft_app}/publish", body)
     statuses = sorted(r.status_code for r in responses)
     assert statuses == [200] + [409] * (PARALLEL - 1)
     assert {r.get_json()["error"]["code"] for r in responses if r.status_code == 409} == {"version_conflict"}
@@ -73,7 +45,7 @@ def _submission_overtaken_by(app, admin, live_app, monkeypatch, change) -> tuple
         return run_rules(*args)
 
     monkeypatch.setattr(records, "run_rules", pause_in_rules)
-    submitter, changer = _browsers(app, admin.user.email, 2)
+    submitter, changer = browsers_of(app, admin.user.email, 2)
     answers = []
     body = {"version": 1, "input": {"title": "Late"}, "idempotency_key": str(uuid.uuid4())}
     thread = threading.Thread(target=lambda: answers.append(
@@ -95,7 +67,7 @@ def test_a_submission_overtaken_by_a_disable_saves_nothing(app, admin, live_app,
 
 
 def test_a_submission_overtaken_by_a_new_live_version_saves_nothing(app, admin, api, live_app, monkeypatch):
-    from tests.studio.conftest import sample_definition
+    from tests.support.studio import sample_definition
 
     assert api.post(f"/{live_app}/versions", {"definition": sample_definition(name="Second")}).status_code == 201
     assert api.simulate(live_app, version=2).status_code == 200
@@ -116,13 +88,13 @@ def test_parallel_submissions_with_one_key_run_the_script_once(app, admin, api, 
     app_id = api.create(sample_definition(code={"language": "javascript", "source": SLOW_SCRIPT}))
     assert api.simulate(app_id, data={"title": "sample"}).status_code == 200
     assert api.publish(app_id, code_confirmed=True).status_code == 200
-    before = _executions(tenant)
+    before = script_executions(tenant)
     body = {"version": 1, "input": {"title": "Storm"}, "idempotency_key": str(uuid.uuid4())}
-    responses = _at_once(_browsers(app, admin.user.email, 8), f"/api/extensions/{app_id}/records", body)
+    responses = at_once(browsers_of(app, admin.user.email, 8), f"/api/extensions/{app_id}/records", body)
     assert {r.status_code for r in responses} == {200}, [r.get_json() for r in responses]
     assert len({r.get_json()["data"]["record_id"] for r in responses}) == 1
     assert db.session.scalar(select(func.count()).select_from(StudioRecord)) == 1
-    assert _executions(tenant) - before == 1
+    assert script_executions(tenant) - before == 1
 
 
 def test_a_slow_script_holds_no_database_connection_while_it_waits(app_config, admin_client, api, runner,

@@ -5,7 +5,7 @@ import json
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from core.api import ApiError
@@ -14,69 +14,9 @@ from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, STARTER_DEFINITION
 from core.validation import canonical_hash
 from studio.definition import capability_manifest, field_map, validate_definition
 from core.text import JS_WHITESPACE
-
-INVALID = "invalid_definition"
-MISSING = "required_field_missing"
-DROP = object()  # `changed` removes the property instead of setting it
-
-FIELDS = [
-    {"key": "title", "label": "Title", "type": "text", "required": True},
-    {"key": "notes", "label": "Notes", "type": "textarea", "required": False},
-    {"key": "amount", "label": "Amount", "type": "number", "required": False},
-    {"key": "due", "label": "Due date", "type": "date", "required": False},
-    {"key": "priority", "label": "Priority", "type": "select", "required": False, "options": ["low", "high"]},
-    {"key": "urgent", "label": "Urgent", "type": "checkbox", "required": False},
-]
-BASE = {
-    "schema_version": 1,
-    "name": "Requests",
-    "description": "Customer requests.",
-    "page": {"title": "New request", "description": "Fill in the request.", "columns": 2, "submit_label": "Save"},
-    "fields": FIELDS,
-    "table_columns": ["title", "priority", "amount"],
-    "workflow": {"trigger": "form.submitted", "rules": [
-        {"name": "Big is high", "when": {"field": "amount", "operator": "gte", "value": 100},
-         "then": {"field": "priority", "value": "high"}},
-    ]},
-}
-FULL = {
-    **BASE,
-    "charts": [
-        {"key": "by_priority", "title": "By priority", "type": "bar", "group_by": "priority", "metric": "count"},
-        {"key": "amount_per_day", "title": "Amount per day", "type": "line", "group_by": "due",
-         "metric": "average", "value_field": "amount"},
-    ],
-    "code": {"language": "javascript", "source": "return { notes: input.title };"},
-    "workbench": {"title": "Desk", "theme": "emerald", "density": "compact", "list_width": 320,
-                  "details_width": 440, "tools_position": "before_profile"},
-    "intent": {"labels": ["billing", "delivery"]},
-    "actions": [
-        {"key": "crm", "title": "Send to CRM", "kind": "http", "fields": ["title", "amount"]},
-        {"key": "promo", "title": "Promotion draft", "kind": "campaign", "name_field": "title",
-         "content_field": "notes", "audience_tag_field": "priority"},
-    ],
-}
-
-
-def json_path(where: tuple) -> str:
-    """The validator's path notation for a tuple of keys and indexes."""
-    path = ""
-    for step in where:
-        path += f"[{step}]" if isinstance(step, int) else (f".{step}" if path else step)
-    return path
-
-
-def changed(definition: dict, where: tuple, value) -> dict:
-    """A deep copy with the value at `where` replaced (or removed with DROP)."""
-    result = copy.deepcopy(definition)
-    parent = result
-    for step in where[:-1]:
-        parent = parent[step]
-    if value is DROP:
-        del parent[where[-1]]
-    else:
-        parent[where[-1]] = value
-    return result
+from tests.support.app_definitions import BASE, FIELDS, FULL
+from tests.support.definitions import (DROP, INVALID, MISSING, ODD_STRINGS, PROPERTY_SETTINGS, changed, json_path,
+                                       mutated, padded, plain_texts, random_json)
 
 
 def refusal(definition: object) -> ApiError:
@@ -349,7 +289,8 @@ def test_select_options_are_trimmed_and_keep_their_order():
 
 
 def test_twelve_distinct_options_are_accepted():
-    validate_definition(changed(BASE, ("fields", 4, "options"), ["high"] + [f"o{n}" for n in range(11)]))
+    options = ["high"] + [f"o{n}" for n in range(11)]
+    assert validate_definition(changed(BASE, ("fields", 4, "options"), options))["fields"][4]["options"] == options
 
 
 @pytest.mark.parametrize("options, path", [
@@ -630,7 +571,8 @@ def test_invalid_intent_labels_are_refused(labels, path):
 
 
 def test_ten_intent_labels_are_accepted():
-    validate_definition(changed(BASE, ("intent",), {"labels": [f"l{n}" for n in range(10)]}))
+    labels = [f"l{n}" for n in range(10)]
+    assert validate_definition(changed(BASE, ("intent",), {"labels": labels}))["intent"] == {"labels": labels}
 
 
 # --- actions ------------------------------------------------------------------------------------
@@ -655,9 +597,13 @@ def test_invalid_action_parts_are_refused(where, value):
     assert_refused(changed(FULL, where, value), json_path(where))
 
 
-@pytest.mark.parametrize("field", ["title", "notes", "priority"])
-def test_campaign_text_fields_may_be_text_textarea_or_select(field):
-    validate_definition(changed(FULL, ("actions", 1, "content_field"), field))
+@pytest.mark.parametrize("field, kind", [("title", "text"), ("notes", "textarea"), ("priority", "select")],
+                         ids=["title", "notes", "priority"])
+def test_campaign_text_fields_may_be_text_textarea_or_select(field, kind):
+    assert field_map(FULL)[field]["type"] == kind
+    for name in ("name_field", "content_field"):
+        action = validate_definition(changed(FULL, ("actions", 1, name), field))["actions"][1]
+        assert (action["kind"], action[name]) == ("campaign", field)
 
 
 def test_at_most_two_actions_with_unique_keys():
@@ -723,15 +669,8 @@ PROPERTY_NAMES = ["schema_version", "name", "description", "page", "title", "col
                   "name_field", "content_field", "audience_tag_field", "list_width", "__proto__"]
 ODD_TEXTS = ["", " ", "😀", "\x00", "\x85", "\ud800", "a\udfff", "\n", "无法判断", "form.submitted", "select",
              "equals", "count", "line", "javascript", "2026-02-30", "title", "amount", "1"]
-SAFE_CHARS = st.characters(blacklist_categories=("Cs",))
-scalars = (st.none() | st.booleans() | st.integers() | st.floats() | st.sampled_from(ODD_TEXTS)
-           | st.text(alphabet=SAFE_CHARS | st.sampled_from(["\ud83d", "\udc00", "😀"]), max_size=12))
-json_values = st.recursive(
-    scalars,
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(
-        st.sampled_from(PROPERTY_NAMES) | st.text(max_size=6), children, max_size=6),
-    max_leaves=30)
-PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+scalars = (st.none() | st.booleans() | st.integers() | st.floats() | st.sampled_from(ODD_TEXTS) | ODD_STRINGS)
+json_values = random_json(PROPERTY_NAMES, scalars)
 
 
 def assert_only_definition_errors(raw: object) -> dict | None:
@@ -755,34 +694,6 @@ def test_definition_shaped_random_json_is_refused_only_with_definition_errors(ra
     assert_only_definition_errors(raw)
 
 
-def _slots(node, found: list) -> list:
-    """Every (container, key-or-index) pair inside a JSON value."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, child in items:
-        found.append((node, key))
-        _slots(child, found)
-    return found
-
-
-@st.composite
-def mutated_definitions(draw):
-    """A valid definition with one to three random drops, replacements or additions."""
-    definition = copy.deepcopy(draw(st.sampled_from([BASE, FULL, STARTER_DEFINITION])))
-    for _ in range(draw(st.integers(1, 3))):
-        slots = _slots(definition, [])
-        container, key = draw(st.sampled_from(slots))
-        operation = draw(st.sampled_from(["drop", "replace", "add"]))
-        if operation == "drop":
-            del container[key]
-        elif operation == "replace":
-            container[key] = draw(json_values)
-        elif isinstance(container, dict):
-            container[draw(st.sampled_from(PROPERTY_NAMES))] = draw(json_values)
-        else:
-            container.insert(key, draw(json_values))
-    return definition
-
-
 def assert_normalization_is_idempotent(normalized: dict) -> None:
     """Re-validating a normalized definition changes nothing, its hash included."""
     again = validate_definition(normalized)
@@ -792,22 +703,16 @@ def assert_normalization_is_idempotent(normalized: dict) -> None:
 
 
 @PROPERTY_SETTINGS
-@given(mutated_definitions())
+@given(mutated([BASE, FULL, STARTER_DEFINITION], PROPERTY_NAMES, json_values))
 def test_mutated_definitions_are_refused_only_with_definition_errors(raw):
     normalized = assert_only_definition_errors(raw)
     if normalized is not None:
         assert_normalization_is_idempotent(normalized)
 
 
-PLAIN_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=12).filter(
-    lambda s: s.strip(JS_WHITESPACE) and "无法判断" not in s)
+PLAIN_TEXT = plain_texts(("Cc", "Cs"))
 PADDING = st.sampled_from(["", " ", "\t", "\u3000", "\n"])
-
-
-@st.composite
-def padded(draw, text=PLAIN_TEXT):
-    """A text with optional JavaScript whitespace around it."""
-    return draw(PADDING) + draw(text) + draw(PADDING)
+PADDED = padded(PLAIN_TEXT, PADDING)
 
 
 @st.composite
@@ -832,7 +737,7 @@ def fields_strategy(draw):
                          min_size=1, max_size=8, unique=True))
     fields = []
     for key in keys:
-        field = {"key": key, "label": draw(padded()), "type": draw(st.sampled_from(FIELD_TYPES)),
+        field = {"key": key, "label": draw(PADDED), "type": draw(st.sampled_from(FIELD_TYPES)),
                  "required": draw(st.booleans())}
         if field["type"] == "select":
             options = draw(st.lists(PLAIN_TEXT, min_size=1, max_size=4, unique_by=lambda s: s.strip(JS_WHITESPACE)))
@@ -848,7 +753,7 @@ def rules_strategy(draw, fields: list):
     for _ in range(draw(st.integers(0, 4))):
         condition, target = draw(st.sampled_from(fields)), draw(st.sampled_from(fields))
         operator = draw(st.sampled_from([op for op, types in OPERATORS.items() if condition["type"] in types]))
-        rules.append({"name": draw(padded()),
+        rules.append({"name": draw(PADDED),
                       "when": {"field": condition["key"], "operator": operator,
                                "value": draw(constants(condition))},
                       "then": {"field": target["key"], "value": draw(constants(target))}})
@@ -865,18 +770,18 @@ def optional_sections(draw, fields: list) -> dict:
     groupable = [key for kind in ("text", "select", "date", "checkbox") for key in by_type.get(kind, [])]
     if groupable and draw(st.booleans()):
         metric = "sum" if "number" in by_type and draw(st.booleans()) else "count"
-        chart_ = {"key": "c1", "title": draw(padded()), "type": "bar", "group_by": draw(st.sampled_from(groupable)),
+        chart_ = {"key": "c1", "title": draw(PADDED), "type": "bar", "group_by": draw(st.sampled_from(groupable)),
                   "metric": metric}
         sections["charts"] = [chart_ if metric == "count" else {**chart_, "value_field": by_type["number"][0]}]
     if draw(st.booleans()):
-        sections["code"] = {"language": "javascript", "source": draw(padded())}
+        sections["code"] = {"language": "javascript", "source": draw(PADDED)}
     if draw(st.booleans()):
-        sections["workbench"] = {"title": draw(padded()), "list_width": draw(st.sampled_from([260, 320.0, 380]))}
+        sections["workbench"] = {"title": draw(PADDED), "list_width": draw(st.sampled_from([260, 320.0, 380]))}
     if draw(st.booleans()):
         sections["intent"] = {"labels": draw(st.lists(PLAIN_TEXT, min_size=1, max_size=3,
                                                       unique_by=lambda s: s.strip(JS_WHITESPACE)))}
     if draw(st.booleans()):
-        sections["actions"] = [{"key": "send", "title": draw(padded()), "kind": "http",
+        sections["actions"] = [{"key": "send", "title": draw(PADDED), "kind": "http",
                                 "fields": [field["key"] for field in fields]}]
     return sections
 
@@ -886,10 +791,10 @@ def valid_definitions(draw):
     """A random definition that follows every rule, with untrimmed texts and float integers."""
     fields = draw(fields_strategy())
     keys = [field["key"] for field in fields]
-    return {"schema_version": draw(st.sampled_from([1, 1.0])), "name": draw(padded()),
-            "description": draw(padded()),
-            "page": {"title": draw(padded()), "description": draw(padded()), "columns": draw(st.sampled_from([1, 2])),
-                     "submit_label": draw(padded())},
+    return {"schema_version": draw(st.sampled_from([1, 1.0])), "name": draw(PADDED),
+            "description": draw(PADDED),
+            "page": {"title": draw(PADDED), "description": draw(PADDED), "columns": draw(st.sampled_from([1, 2])),
+                     "submit_label": draw(PADDED)},
             "fields": fields, "table_columns": draw(st.permutations(keys)),
             "workflow": {"trigger": "form.submitted", "rules": draw(rules_strategy(fields))},
             **draw(optional_sections(fields))}

@@ -15,9 +15,8 @@ from core.clock import BEIJING, utcnow
 from core.db import db
 from core.queue_names import GENERATION
 from desk.models import AiPointsEntry, Conversation, Customer, KnowledgeDocument, Message
-from jobs.worker import AppWorker
 from rules.catalog import AUTOMATION_PREVIEW_EXAMPLE
-from rules.definition import rule_capabilities, validate_rule
+from rules.definition import validate_rule
 from rules.models import AutomationRule
 from studio import generation, quota
 from core.capabilities import CAPABILITY_VERSION
@@ -25,42 +24,9 @@ from studio.catalog import LIMITS
 from studio.definition import capability_manifest
 from studio.models import StudioApp, StudioGeneration, StudioVersion
 from tests.conftest import LONG_WINDOW, seconds_left_in_window
-from tests.studio.conftest import sample_definition
-
-REQUIREMENT = "A form to log warranty claims with the product, purchase date and amount."
-
-
-def app_answer(definition: dict | None = None, **changes) -> dict:
-    """A model answer drafting `definition` with exactly the capabilities it uses."""
-    definition = definition or sample_definition()
-    return {"capability_version": CAPABILITY_VERSION, "kind": "app",
-            "required_capabilities": capability_manifest(definition), "definition": definition, **changes}
-
-
-UNSUPPORTED = {"capability_version": CAPABILITY_VERSION, "kind": "unsupported",
-               "unsupported_capabilities": ["payment.refund"], "missing_capabilities": ["payment.refund"],
-               "missing_labels": ["Refund the customer's payment"]}
-
-
-@pytest.fixture
-def gen(app, model_server, monkeypatch):
-    """The console answers 202 at once; the test runs the generation job itself."""
-    monkeypatch.setitem(app.config, "GENERATION_WAIT_SECONDS", 0)
-    return model_server
-
-
-def run_jobs(app, redis_conn) -> None:
-    """Drain the generation queue with the worker class `flask jobs worker --generator` runs."""
-    AppWorker([Queue(GENERATION, connection=redis_conn)], connection=redis_conn, app=app).work(burst=True)
-
-
-def generate(api, app, redis_conn, **body):
-    """POST /generate, run its job, then read the outcome as the console's poll does."""
-    started = api.post("/generate", {"prompt": REQUIREMENT, **body})
-    if started.status_code != 202:
-        return started
-    run_jobs(app, redis_conn)
-    return api.get(f"/generate/{started.get_json()['data']['generation_id']}")
+from tests.support.generation import REQUIREMENT, UNSUPPORTED, app_answer, generate, rule_answer
+from tests.support.jobs import work
+from tests.support.studio import sample_definition
 
 
 def saved_apps(tenant) -> int:
@@ -287,7 +253,7 @@ def test_a_document_changed_while_generating_saves_nothing(app, api, gen, redis_
                                      "knowledge_confirmed": True})
     db.session.get(KnowledgeDocument, document.id).version = 2  # an edit lands while the model works
     db.session.commit()
-    run_jobs(app, redis_conn)
+    work(app, redis_conn, GENERATION)
     response = api.get(f"/generate/{started.get_json()['data']['generation_id']}")
     assert (response.status_code, response.get_json()["error"]["code"]) == (409, "knowledge_changed")
     assert saved_apps(tenant) == 0
@@ -338,7 +304,7 @@ def test_the_limit_reached_while_the_model_worked_saves_nothing(app, api, gen, r
     gen.answer_json(app_answer())
     started = api.post("/generate", {"prompt": REQUIREMENT})
     api.create()  # the tenant's last application slot goes while the model drafts
-    run_jobs(app, redis_conn)
+    work(app, redis_conn, GENERATION)
     response = api.get(f"/generate/{started.get_json()['data']['generation_id']}")
     assert (response.status_code, response.get_json()["error"]["code"]) == (429, "extension_limit")
     assert saved_apps(tenant) == 1
@@ -390,15 +356,6 @@ def test_a_worker_killed_mid_generation_leaves_no_app_and_its_slot_frees_when_th
     response = api.get(f"/generate/{started.get_json()['data']['generation_id']}")
     assert (response.status_code, response.get_json()["error"]["code"]) == (503, "generation_interrupted")
     assert saved_apps(tenant) == 0
-
-
-def rule_answer(definition: dict | None = None, **changes) -> dict:
-    """A model answer drafting a routing rule with exactly the capabilities it uses."""
-    definition = definition or AUTOMATION_PREVIEW_EXAMPLE
-    declared = changes.pop("required_capabilities", None)
-    return {"capability_version": CAPABILITY_VERSION, "kind": "automation_preview", "definition": definition,
-            "required_capabilities": rule_capabilities(validate_rule(definition)) if declared is None else declared,
-            **changes}
 
 
 def test_a_routing_requirement_answers_200_with_a_rule_draft_that_is_never_saved_or_executable(

@@ -12,7 +12,7 @@ from core.db import db
 from desk.models import AiPointsEntry, Conversation, Customer, Message
 from studio.apps import create_app
 from studio.intent import CONFIDENCE_FLOOR, UNDETERMINED, IntentResult, classification_input, classify
-from tests.studio.conftest import sample_definition
+from tests.support.studio import sample_definition
 
 LABELS = ["退款", "物流查询", "投诉"]
 START = datetime(2026, 3, 2, 8, 0, tzinfo=timezone.utc)

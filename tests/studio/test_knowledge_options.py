@@ -10,7 +10,7 @@ from core.clock import utcnow
 from core.db import db
 from desk.models import KnowledgeDocument
 from studio import knowledge_ref
-from tests.desk.test_knowledge import _form, add_document, reloaded
+from tests.support.knowledge import add_document, post_form, reloaded
 
 SECRET_BODY = "Body words that the selector must never carry"
 
@@ -163,14 +163,14 @@ def test_snapshots_and_their_checks_read_no_body(tenant, statements):
 def test_unchanged_is_false_after_an_edit(admin_client, tenant):
     doc = _usable(tenant)
     snap = knowledge_ref.snapshot(tenant.id, [doc.id])
-    _form(admin_client, f"/knowledge/{doc.id}/versions", {"version": 1, "title": "T", "body": "Changed"})
+    post_form(admin_client, f"/knowledge/{doc.id}/versions", {"version": 1, "title": "T", "body": "Changed"})
     assert reloaded(doc).version == 2 and knowledge_ref.unchanged(tenant.id, snap) is False
 
 
 def test_unchanged_is_false_after_expiry(admin_client, tenant):
     doc = _usable(tenant)
     snap = knowledge_ref.snapshot(tenant.id, [doc.id])
-    _form(admin_client, f"/knowledge/{doc.id}/expire", {})
+    post_form(admin_client, f"/knowledge/{doc.id}/expire", {})
     assert knowledge_ref.unchanged(tenant.id, snap) is False
 
 

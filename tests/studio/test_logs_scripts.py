@@ -12,7 +12,7 @@ import pytest
 
 from core.config import PROJECT_ROOT
 from tests.conftest import RUNNER, process_env
-from tests.studio.conftest import sample_definition
+from tests.support.studio import sample_definition
 
 MARKER = f"mk{uuid.uuid4().hex}"
 

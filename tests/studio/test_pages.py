@@ -11,7 +11,7 @@ from studio.definition import capability_manifest, validate_definition
 from studio.models import StudioApp, StudioRecord, StudioVersion
 from studio.templates_market import LICENSE, TEMPLATES
 from tests.conftest import csrf_from
-from tests.studio.conftest import sample_definition
+from tests.support.studio import sample_definition
 
 
 def _form(client, path: str, data: dict, **kwargs):
@@ -332,7 +332,7 @@ def test_ledger_shows_checkboxes_as_yes_or_no_and_numbers_readably_and_who_submi
 @pytest.mark.parametrize("key,shown", [("\\ud800", "output.\\ud800"), ("a\\u0000b", "output.a\\x00b")])
 def test_an_unprintable_output_key_is_shown_escaped_on_the_simulation_page(admin_client, api, runner, key,
                                                                           shown):
-    from tests.studio.conftest import sample_definition
+    from tests.support.studio import sample_definition
 
     app_id = api.create(sample_definition(code={"language": "javascript",
                                                 "source": f'return {{"{key}": 1}};'}))
@@ -348,7 +348,7 @@ ATTACK = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
 
 
 def test_definition_texts_and_record_values_are_shown_as_text_not_markup(admin_client, api):
-    from tests.studio.conftest import sample_definition
+    from tests.support.studio import sample_definition
 
     fields = sample_definition()["fields"]
     fields[0]["label"] = ATTACK

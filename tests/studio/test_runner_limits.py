@@ -15,8 +15,8 @@ from core.queue import queue
 from core.queue_names import SCRIPTS
 from studio.scripting.client import _tenant_slots
 from tests.conftest import login, seat
-from tests.studio.conftest import ConsoleApi, sample_definition
-from tests.studio.test_scripts import JOIN, REGEX, _executions
+from tests.support.studio import ConsoleApi, sample_definition
+from tests.support.scripts import JOIN, REGEX, script_executions
 
 SLOW = {"regex": REGEX, "join": JOIN}
 STREAMS = 4
@@ -76,7 +76,7 @@ def test_one_tenants_slow_scripts_do_not_make_another_tenant_busy(app, api, othe
         streams = pool.map(stream, range(STREAMS))
         try:
             for _ in range(500):  # until every stream has passed the rate limit, just before the hand-over
-                if _executions(tenant) >= STREAMS:
+                if script_executions(tenant) >= STREAMS:
                     break
                 time.sleep(0.02)
             time.sleep(0.2)  # they reach the queue (or wait for their tenant's turn) meanwhile

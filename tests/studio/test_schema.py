@@ -13,7 +13,8 @@ from core.capabilities import CAPABILITY_VERSION
 from studio.catalog import LIMITS, STARTER_DEFINITION
 from studio.definition import validate_definition
 from studio.templates_market import TEMPLATES
-from tests.studio.test_definition import FULL, changed
+from tests.support.app_definitions import FULL
+from tests.support.definitions import changed
 
 # Where each object of FULL sits, by its name in the validator's SHAPES.
 OBJECTS = {"definition": (), "page": ("page",), "field": ("fields", 0), "workflow": ("workflow",),

@@ -23,11 +23,8 @@ from studio.scripting.runner import SANDBOX, Sandbox
 from studio.scripting.sandbox import NOBODY
 from studio.scripting.client import TASK_SECONDS, run_code
 from tests.conftest import LONG_WINDOW
-from tests.studio.conftest import ConsoleApi, sample_definition
-
-TOTAL = ("const {amount = 0, title} = input;\n"
-         "const label = `${title.toUpperCase()} (${amount > 100 ? 'big' : 'small'})`;\n"
-         "return {title: label, amount: amount * 2, priority: input?.priority ?? 'low'};")
+from tests.support.scripts import CODE_DEFINITION, JOIN, REGEX, TOTAL, script_executions
+from tests.support.studio import ConsoleApi, sample_definition
 
 
 @pytest.fixture(scope="module")
@@ -83,12 +80,6 @@ def test_hostile_scripts_are_contained_with_the_right_code(box, source, code):
     reply = run(box, source)
     assert reply["ok"] is False and reply["code"] == code
     assert run(box, "return {still: 'serving'};") == {"ok": True, "output": {"still": "serving"}}
-
-
-# Native code that QuickJS's interrupt does not reach: a catastrophic regular expression and a
-# join over a huge sparse array. Only the sandbox's wall-clock bound stops them.
-REGEX = "return {m: /(a+)+b/.test('a'.repeat(28))};"
-JOIN = "return {n: new Array(1e9).join('').length};"
 
 
 def _children(pid: int) -> list[str]:
@@ -192,9 +183,6 @@ def test_a_killed_sandbox_is_restarted_for_the_next_task(box):
 
 # --- in the product (through the real runner process) -----------------------------------------
 
-CODE_DEFINITION = sample_definition(code={"language": "javascript", "source": TOTAL})
-
-
 def _live_code_app(api) -> str:
     app_id = api.create(CODE_DEFINITION)
     assert api.simulate(app_id, data={"title": "sample"}).status_code == 200
@@ -255,16 +243,10 @@ def test_a_replayed_key_does_not_rerun_the_script(api, runner, tenant):
     app_id = _live_code_app(api)
     key = str(uuid.uuid4())
     first = _record(api, app_id, {"title": "once"}, key)
-    executions = _executions(tenant)
+    executions = script_executions(tenant)
     again = _record(api, app_id, {"title": "once"}, key)
     assert again.get_json()["data"] == {"record_id": first.get_json()["data"]["record_id"], "replayed": True}
-    assert _executions(tenant) == executions
-
-
-def _executions(tenant) -> int:
-    """Script executions this minute for the tenant, from the shared Redis counter."""
-    keys = get_redis().keys(f"limit:fw:scripts:tenant:{tenant.id}:*")
-    return sum(int(get_redis().get(key)) for key in keys)
+    assert script_executions(tenant) == executions
 
 
 def test_thirty_executions_per_minute_then_rate_limited(api, runner, rate_window):

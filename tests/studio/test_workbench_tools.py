@@ -17,33 +17,14 @@ from studio.workbench import MAX_APPS
 from desk.handoff import issue_link_token
 from desk.sessions import ASSISTANT, IMPERSONATION
 from tests.conftest import csrf_from, customer_conversation, login, seat
-from tests.rules.test_runs_pages import _statements
-from tests.studio.conftest import sample_definition
-
-WORKBENCH = {"title": "Refund desk", "theme": "emerald", "density": "compact", "list_width": 380,
-             "details_width": 440, "tools_position": "before_profile"}
-PROFILE = {"name": "Zebulon Quaxworth", "phone": "+86 139 1234 5678", "email": "zeb.quax@customer.example",
-           "support_note": "VIP-NOTE-7731 prefers calls"}
-OTHER = {"name": "Yolanda Other", "phone": "+86 137 0000 1111", "email": "yolanda@customer.example",
-         "support_note": "OTHER-NOTE-4410"}
+from tests.support.sql import statements
+from tests.support.studio import sample_definition
+from tests.support.workbench_tools import OTHER, PROFILE, WORKBENCH, publish_live
 
 
 @pytest.fixture
 def conversation(tenant) -> Conversation:
     return customer_conversation(tenant, "I want my money back", **PROFILE)
-
-
-def _publish(api, definition: dict, app_id: str | None = None, sample: dict | None = None, **publish) -> str:
-    """Create (or version) an application with `definition` and make that version live."""
-    if app_id is None:
-        app_id, version, expected = api.create(definition), 1, None
-    else:
-        response = api.post(f"/{app_id}/versions", {"definition": definition})
-        version = response.get_json()["data"]["version"]
-        expected = version - 1
-    assert api.simulate(app_id, version, sample).status_code == 200
-    assert api.publish(app_id, version, expected, **publish).status_code == 200
-    return app_id
 
 
 def _add(admin_client, app_id: str):
@@ -54,7 +35,7 @@ def _add(admin_client, app_id: str):
 @pytest.fixture
 def tool(api, admin_client) -> str:
     """A live application with workbench settings, added to the workbench."""
-    app_id = _publish(api, sample_definition(workbench=WORKBENCH))
+    app_id = publish_live(api, sample_definition(workbench=WORKBENCH))
     assert _add(admin_client, app_id).status_code == 302
     return app_id
 
@@ -96,7 +77,7 @@ def _count(model) -> int:
 # --- Adding apps to the workbench -------------------------------------------------------------------
 
 def test_an_administrator_adds_a_live_app_to_the_workbench_and_removes_it(api, admin_client, tenant):
-    app_id = _publish(api, sample_definition(workbench=WORKBENCH))
+    app_id = publish_live(api, sample_definition(workbench=WORKBENCH))
     page = admin_client.get(f"/extensions/{app_id}").get_data(as_text=True)
     assert "Add to workbench" in page and "Remove from workbench" not in page  # off by default
     assert _add(admin_client, app_id).status_code == 302
@@ -117,7 +98,7 @@ def test_only_a_live_version_with_workbench_settings_can_be_added(api, admin_cli
     if state == "draft":
         app_id = api.create(sample_definition(workbench=WORKBENCH))
     else:
-        app_id = _publish(api, sample_definition())
+        app_id = publish_live(api, sample_definition())
     assert says in admin_client.get(f"/extensions/{app_id}").get_data(as_text=True)
     refused = admin_client.get(_add(admin_client, app_id).location).get_data(as_text=True)
     assert "Could not add" not in refused and _count(StudioWorkbenchEntry) == 0
@@ -126,7 +107,7 @@ def test_only_a_live_version_with_workbench_settings_can_be_added(api, admin_cli
 
 def test_the_workbench_holds_at_most_ten_apps_in_the_order_they_were_added(api, admin_client, agent_client,
                                                                            conversation):
-    app_ids = [_publish(api, sample_definition(name=f"App {n}", workbench={"title": f"Tool {n:02d}"}))
+    app_ids = [publish_live(api, sample_definition(name=f"App {n}", workbench={"title": f"Tool {n:02d}"}))
                for n in range(MAX_APPS + 1)]
     for app_id in app_ids:
         _add(admin_client, app_id)
@@ -147,7 +128,7 @@ def test_agents_cannot_add_or_remove_apps(api, admin_client, agent_client, tool)
 @pytest.mark.parametrize("position", ["before_profile", "after_profile"])
 def test_the_form_shows_before_or_after_the_profile_as_the_live_version_says(api, admin_client, agent_client,
                                                                              conversation, position):
-    app_id = _publish(api, sample_definition(workbench={**WORKBENCH, "tools_position": position}))
+    app_id = publish_live(api, sample_definition(workbench={**WORKBENCH, "tools_position": position}))
     _add(admin_client, app_id)
     page = _panel(agent_client, conversation)
     tool_at, profile_at = page.index(f'id="tool-{app_id}"'), page.index('id="customer-details"')
@@ -230,7 +211,7 @@ def test_ending_the_run_entry_refuses_the_open_panels_next_submission(api, admin
     elif ending == "disabled":
         api.post(f"/{tool}/disable", {})
     else:
-        _publish(api, sample_definition(), app_id=tool)
+        publish_live(api, sample_definition(), app_id=tool)
     answer = _submit(agent_client, tool, page, conversation, f_title="Too late")
     assert answer.status_code == 422 and "no longer in the workbench" in answer.get_data(as_text=True)
     assert _count(StudioRecord) == 0
@@ -240,7 +221,7 @@ def test_ending_the_run_entry_refuses_the_open_panels_next_submission(api, admin
 def test_an_open_panel_of_an_older_version_is_refused_after_a_new_live_version(api, agent_client, tool,
                                                                              conversation):
     page = _panel(agent_client, conversation)
-    _publish(api, sample_definition(workbench=WORKBENCH), app_id=tool)
+    publish_live(api, sample_definition(workbench=WORKBENCH), app_id=tool)
     answer = _submit(agent_client, tool, page, conversation, f_title="Old form")
     assert answer.status_code == 422 and "no longer in the workbench" in answer.get_data(as_text=True)
     assert _count(StudioRecord) == 0
@@ -259,7 +240,7 @@ def test_agents_get_no_ledger_records_charts_or_console_page(agent_client, tool,
 
 def test_no_variable_substitution_in_the_panel(api, admin_client, agent_client, conversation):
     fields = [{"key": "customer_name", "label": "{{ customer.name }}", "type": "text", "required": True}]
-    app_id = _publish(api, sample_definition(fields=fields, table_columns=["customer_name"], workflow={
+    app_id = publish_live(api, sample_definition(fields=fields, table_columns=["customer_name"], workflow={
         "trigger": "form.submitted", "rules": []}, workbench={"title": "{{ tenant.name }}"}),
                       sample={"customer_name": "x"})
     _add(admin_client, app_id)
@@ -305,7 +286,7 @@ def test_grants_are_per_agent(app, tenant, agent_client, tool, conversation):
 
 
 def test_grants_are_per_application(api, admin_client, agent_client, tool, conversation):
-    other = _publish(api, sample_definition(name="Other", workbench={"title": "Other tool"}))
+    other = publish_live(api, sample_definition(name="Other", workbench={"title": "Other tool"}))
     _add(admin_client, other)
     _grant(agent_client, tool, _panel(agent_client, conversation), conversation, ["name", "contact", "note"])
     page = _panel(agent_client, conversation)
@@ -324,7 +305,7 @@ def test_a_grant_lapses_after_90_days(agent_client, tool, conversation):
 
 def test_a_new_live_version_asks_for_a_new_grant(api, agent_client, tool, conversation):
     _grant(agent_client, tool, _panel(agent_client, conversation), conversation, ["name"])
-    _publish(api, sample_definition(workbench=WORKBENCH), app_id=tool)
+    publish_live(api, sample_definition(workbench=WORKBENCH), app_id=tool)
     page = _panel(agent_client, conversation)
     assert PROFILE["name"] not in _tool_html(page, tool)
     answer = _grant(agent_client, tool, page, conversation, ["name"], version=2)
@@ -366,7 +347,7 @@ def test_granted_profile_data_never_reaches_the_script_runner_or_the_model(api, 
     definition = sample_definition(workbench=WORKBENCH, intent={"labels": ["退款", "投诉"]},
                                    code={"language": "javascript",
                                          "source": "return {title: JSON.stringify(input).slice(0, 200)};"})
-    app_id = _publish(api, definition, code_confirmed=True)
+    app_id = publish_live(api, definition, code_confirmed=True)
     _add(admin_client, app_id)
     page = _panel(agent_client, conversation)
     _grant(agent_client, app_id, page, conversation, ["name", "contact", "note"])
@@ -385,7 +366,7 @@ def test_granted_profile_data_never_reaches_the_script_runner_or_the_model(api, 
 
 @pytest.fixture
 def intent_tool(api, admin_client) -> str:
-    app_id = _publish(api, sample_definition(workbench=WORKBENCH, intent={"labels": ["退款", "投诉"]}))
+    app_id = publish_live(api, sample_definition(workbench=WORKBENCH, intent={"labels": ["退款", "投诉"]}))
     _add(admin_client, app_id)
     return app_id
 
@@ -561,7 +542,7 @@ HOSTILE = '</style><script>alert(1)</script>" style="display:none'
 
 def test_hostile_titles_never_reach_a_style_attribute_stylesheet_or_script(api, admin_client, agent_client,
                                                                          conversation):
-    app_id = _publish(api, sample_definition(name="Hostile", workbench={**WORKBENCH, "title": HOSTILE}))
+    app_id = publish_live(api, sample_definition(name="Hostile", workbench={**WORKBENCH, "title": HOSTILE}))
     _add(admin_client, app_id)
     page = agent_client.get("/workbench").get_data(as_text=True)
     _choose(agent_client, app_id, page)
@@ -589,12 +570,12 @@ def test_styles_never_touch_the_login_tenant_or_sending_controls(agent_client, t
 def test_the_workbench_page_costs_the_same_statements_with_none_one_or_ten_apps(app, api, admin_client, agent_client,
                                                                         conversation):
     _panel(agent_client, conversation)  # the first view marks the conversation read
-    none = _statements(app, lambda: _panel(agent_client, conversation))
-    first = _publish(api, sample_definition(workbench=WORKBENCH))
+    none = statements(app, lambda: _panel(agent_client, conversation))
+    first = publish_live(api, sample_definition(workbench=WORKBENCH))
     _add(admin_client, first)
     _grant(agent_client, first, _panel(agent_client, conversation), conversation, ["name"])
-    one = _statements(app, lambda: _panel(agent_client, conversation))
+    one = statements(app, lambda: _panel(agent_client, conversation))
     for n in range(MAX_APPS - 1):
-        _add(admin_client, _publish(api, sample_definition(name=f"App {n}", workbench=WORKBENCH)))
-    ten = _statements(app, lambda: _panel(agent_client, conversation))
+        _add(admin_client, publish_live(api, sample_definition(name=f"App {n}", workbench=WORKBENCH)))
+    ten = statements(app, lambda: _panel(agent_client, conversation))
     assert none == one == ten  # the tools and the member's grants are read in one statement either way
