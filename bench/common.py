@@ -18,8 +18,7 @@ from cryptography.fernet import Fernet
 from flask_migrate import upgrade
 from sqlalchemy import Column, Integer, MetaData, Table
 
-from app import create_app
-from app.cli import init_migrations
+from app import create_app, init_migrations
 from core.config import PROJECT_ROOT
 from core.db import db
 from core.embedded_redis import start_embedded, stop_embedded

@@ -35,8 +35,7 @@ from flask_migrate import upgrade
 from rq import Queue, Worker
 from sqlalchemy import func, select
 
-from app import create_app
-from app.cli import init_migrations
+from app import create_app, init_migrations
 from bench.common import hold_queue, https_receiver, target
 from core.crypto import hmac_sha256_hex
 from core.db import db, statement_timeout

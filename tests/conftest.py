@@ -23,8 +23,7 @@ from rq import Queue
 from sqlalchemy import text
 from werkzeug.serving import make_server
 
-from app import create_app
-from app.cli import init_migrations
+from app import create_app, init_migrations
 from core import egress
 from core.config import PROJECT_ROOT
 from core.db import db

@@ -8,7 +8,7 @@ from alembic.script import ScriptDirectory
 from flask_migrate import upgrade
 from sqlalchemy import create_engine, inspect
 
-from app.cli import init_migrations
+from app import init_migrations
 from core.config import PROJECT_ROOT
 from core.db import db
 from tests.conftest import build_app

@@ -5,7 +5,7 @@ import os
 import pytest
 from flask_migrate import upgrade
 
-from app.cli import init_migrations
+from app import init_migrations
 from core.db import db, statement_timeout
 from tests.conftest import build_app
 from tests.faults.stores import ENCRYPTION_KEY, SECRET_KEY, Postgres, RedisServer

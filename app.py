@@ -1,13 +1,18 @@
-"""The application factory: configuration, extensions, blueprints, CLI, and the wiring that hands
-lower layers what they need from higher ones (event subscribers, AI-draft kinds)."""
+"""The application factory (`create_app`: configuration, extensions, blueprints, CLI, and the wiring
+that hands lower layers what they need from higher ones) and the app's own commands: `flask db …`
+(Flask-Migrate, loaded with alembic only when a migration command runs) and `flask prepare` (what
+`make run` does before starting the processes). No package imports this module (.importlinter)."""
 import logging
 
-from flask import Flask
+import click
+from flask import Flask, current_app, g
+from flask.cli import with_appcontext
 from flask_login import LoginManager
+from sqlalchemy import select
 
 from core.api import register_error_handlers
 from core.config import INSTANCE_PATH, PROJECT_ROOT, load_config, warn_about_egress_knobs
-from core.db import db, engine_options, watch_engine
+from core.db import db, engine_options, statement_timeout, watch_engine
 from core.i18n import SAVED_LOCALE, init_i18n
 from core.metrics import READINGS, init_metrics
 from core.web import init_web
@@ -118,7 +123,6 @@ def _register_blueprints(app: Flask) -> None:
 
 def _register_cli(app: Flask) -> None:
     """Operator commands: tenants, members, channels, demo, staff, jobs, open-apps, db, prepare."""
-    from app.cli import migrations, prepare
     from desk.cli import register as register_desk
     from jobs.cli import jobs_cli
     from openapi.cli import open_apps_cli
@@ -128,3 +132,63 @@ def _register_cli(app: Flask) -> None:
     app.cli.add_command(open_apps_cli)
     app.cli.add_command(migrations)
     app.cli.add_command(prepare)
+
+
+# --- the app's own commands -----------------------------------------------------------------------
+
+def init_migrations(app) -> None:
+    """Flask-Migrate on `app`: migration commands and `flask_migrate.upgrade()` need it; serving
+    requests and running jobs do not, so no other process imports alembic."""
+    from flask_migrate import Migrate
+
+    Migrate(app, db, directory=str(PROJECT_ROOT / "migrations"), render_as_batch=True, compare_type=True)
+
+
+class _MigrationCommands(click.Group):
+    """Flask-Migrate's commands (`upgrade`, `check`, `migrate` …), looked up when asked for."""
+
+    @staticmethod
+    def _commands() -> click.Group:
+        from flask_migrate.cli import db as migration_commands
+
+        return migration_commands
+
+    def list_commands(self, ctx):
+        """Flask-Migrate's command names."""
+        return self._commands().list_commands(ctx)
+
+    def get_command(self, ctx, cmd_name):
+        """One of Flask-Migrate's commands."""
+        return self._commands().get_command(ctx, cmd_name)
+
+
+@click.group("db", cls=_MigrationCommands)
+@click.option("-d", "--directory", default=None, help='Migration script directory (default is "migrations")')
+@click.option("-x", "--x-arg", multiple=True, help="Additional arguments consumed by custom env.py scripts")
+@with_appcontext
+def migrations(directory, x_arg):
+    """Perform database migrations (without a statement_timeout: they may outlast a request)."""
+    init_migrations(current_app)
+    click.get_current_context().with_resource(statement_timeout(0))
+    g.directory, g.x_arg = directory, x_arg  # as Flask-Migrate's own group: its get_config reads them
+
+
+@click.command("prepare")
+@with_appcontext
+def prepare():
+    """Upgrade the database; seed the demo and print its logins when it has no tenant (make run)."""
+    from flask_migrate import upgrade
+
+    from desk.cli import demo_logins_text
+    from desk.demo import seed_demo
+    from desk.models import Tenant
+
+    init_migrations(current_app)
+    with statement_timeout(0):  # migrations may outlast a request
+        upgrade()
+    if db.session.scalar(select(Tenant.id).limit(1)) is None:
+        summary = seed_demo()
+        db.session.commit()
+        click.echo(demo_logins_text(summary))
+    else:
+        click.echo("Database already has tenants; demo logins use the password demo-pass-2026.")
