@@ -76,7 +76,7 @@ def _tenant(endpoint: str, records: int) -> list[tuple]:
     simulate(found, admin.user_id, 1, SAMPLE)
     publish(found, admin.user_id, 1, None, PUBLISH_PERMISSIONS, False)
     db.session.commit()  # binding looks the host up with no transaction open
-    binding_id = bind(found, admin.user_id, 1, "crm", endpoint, None).id
+    binding_id = bind(found, admin.user_id, 1, "crm", endpoint, None, confirmed=True).id
     saved = [create_record(found, admin.user_id, 1, SAMPLE, uuid.uuid4())[0].id for _ in range(records)]
     db.session.commit()
     return [(tenant.id, found.id, admin.user_id, record_id, binding_id) for record_id in saved]
@@ -88,7 +88,8 @@ def _request_runs(app, endpoint: str, count: int, per_tenant: int) -> list:
     with app.app_context():
         wanted = [_tenant(endpoint, per_tenant) for _ in range(count // per_tenant)]
         for tenant_id, app_id, admin_id, record_id, binding_id in (run for runs in wanted for run in runs):
-            made, replayed, job = request_run(get_app(tenant_id, app_id), admin_id, 1, record_id, "crm", binding_id)
+            made, replayed, job = request_run(get_app(tenant_id, app_id), admin_id, 1, record_id, "crm", binding_id,
+                                              confirmed=True)
             assert not replayed and made.status == "queued", made.status
             commit_then_enqueue(job)
         return [runs[0][0] for runs in wanted]

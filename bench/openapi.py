@@ -26,7 +26,7 @@ from core.queue_names import WEBHOOKS
 from core.redis import get_redis
 from desk.models import Customer
 from desk.tenancy import create_tenant
-from openapi.apps import SCOPES, create_app
+from openapi.apps import CONFIRMED_SCOPES, SCOPES, create_app
 from openapi.models import OpenApp, OpenRecord, WebhookEvent
 from core.delivery import signed_headers
 
@@ -40,7 +40,8 @@ def _app_with_records(app) -> tuple[str, list[str]]:
     """An application holding 10,000 records; returns its token and the sorted record ids."""
     with app.app_context():
         tenant = create_tenant("Bench")
-        made = create_app(tenant.id, None, "Bench", list(SCOPES))
+        made = create_app(tenant.id, None, "Bench", list(SCOPES), processing_confirmed=True,
+                          confirmed_scopes=CONFIRMED_SCOPES)
         rows = [{"id": uuid.uuid4(), "tenant_id": tenant.id, "app_id": made.app.id, "data": {"n": n},
                  "idempotency_key": uuid.uuid4(), "request_digest": "bench"} for n in range(RECORDS)]
         db.session.execute(insert(OpenRecord), rows)
@@ -71,7 +72,8 @@ def _creation(app, client) -> None:
     """POST /records per second (a fresh application) against GET /healthz and an authenticated read."""
     with app.app_context():
         tenant = create_tenant("Bench writes")
-        token = create_app(tenant.id, None, "Writes", ["app.records.write", "customers.basic.read"]).token
+        token = create_app(tenant.id, None, "Writes", ["app.records.write", "customers.basic.read"],
+                           processing_confirmed=True, confirmed_scopes=()).token
         customer = Customer(tenant_id=tenant.id, name="Bench customer")
         db.session.add(customer)
         db.session.commit()
@@ -145,7 +147,8 @@ def _deliveries(app) -> None:
     receiver, knobs = https_receiver(app)
     url = receiver.url("localhost")
     with app.app_context():
-        made = create_app(create_tenant("Bench hooks").id, None, "Hooks", ["app.records.write"], url)
+        made = create_app(create_tenant("Bench hooks").id, None, "Hooks", ["app.records.write"], url,
+                          processing_confirmed=True, confirmed_scopes=())
         db.session.commit()
         app_id, secret, queue = made.app.id, made.signing_secret, Queue(WEBHOOKS, connection=get_redis())
     body = b'{"id":"x"}'

@@ -138,7 +138,8 @@ def _deliveries(app, receiver, host: Host, stores: set[int]) -> None:
     with app.app_context():
         tenant_id = create_tenant("Bench hooks").id
         db.session.commit()  # the receiver's address is checked (resolved) before any write
-        made = open_apps.create_app(tenant_id, None, "Hooks", ["app.records.write"], receiver.url("localhost"))
+        made = open_apps.create_app(tenant_id, None, "Hooks", ["app.records.write"], receiver.url("localhost"),
+                                    processing_confirmed=True, confirmed_scopes=())
         db.session.commit()
         app_id = made.app.id
         queue = Queue(WEBHOOKS, connection=redis.Redis.from_url(app.config["REDIS_URL"]))

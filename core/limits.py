@@ -14,11 +14,13 @@ strings, which would round them to 14 significant digits.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 
 import redis
 from flask import current_app, has_app_context
@@ -62,6 +64,27 @@ return {0, used, math.max(1, wait)}
 # KEYS[1] zset; ARGV[1] window microseconds.  Read-only: counts live entries.
 _ROLLING_USAGE = SERVER_NOW + """
 return redis.call('ZCOUNT', KEYS[1], now_us - tonumber(ARGV[1]) + 1, '+inf')
+"""
+
+# KEYS: failure sets; ARGV: window ms, each key's limit, the attempt's id. Returns 0 with the
+# attempt counted in every set, or the ms until every set is under its limit again (until the
+# failure that put it at its limit leaves the window), counting nothing.
+_BEGIN_ATTEMPT = SERVER_NOW + """
+local window, wait = tonumber(ARGV[1]), 0
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms - window)
+  local count, limit = redis.call('ZCARD', key), tonumber(ARGV[i + 1])
+  if count >= limit then
+    local oldest = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')[2]
+    wait = math.max(wait, tonumber(oldest) + window - now_ms)
+  end
+end
+if wait > 0 then return wait end
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now_ms, ARGV[#ARGV])
+  redis.call('PEXPIRE', key, window)
+end
+return 0
 """
 
 # Keeps the semaphore key alive a second past its latest lease, so idle
@@ -163,6 +186,42 @@ def rolling_usage(conn: redis.Redis, key: str, window: int = 86400) -> int:
     """Return how many reservations currently fall inside the rolling window."""
     _require_positive("window", window)
     return run_script(conn, _ROLLING_USAGE, [f"limit:roll:{key}"], [window * 1_000_000])
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt begun against failure limits: counted (``retry_after`` 0) or refused."""
+
+    id: str
+    retry_after: int
+
+
+def begin_attempt(conn: redis.Redis, keys: Sequence[str], limits: Sequence[int], window: timedelta) -> Attempt:
+    """Count one attempt as a failure in each of ``keys``' rolling ``window``, unless one holds its limit.
+
+    Each key is a set of failures with its own limit (``limits``, in the same order). The check and
+    the counting are one step, so concurrent attempts never overshoot a limit: an attempt whose
+    outcome is not known yet counts as a failure, and ``forgive_attempt`` takes a success back.
+    A refused attempt counts nowhere and waits (``retry_after``, whole seconds rounded up) until the
+    failure that put a key at its limit leaves the window, so refusals never extend a lock.
+    """
+    if len(keys) != len(limits):
+        raise ValueError(f"{len(keys)} keys but {len(limits)} limits")
+    window_ms = int(window.total_seconds() * 1000)
+    _require_positive("window", window_ms)
+    attempt = uuid.uuid4().hex
+    wait_ms = run_script(conn, _BEGIN_ATTEMPT, keys, [window_ms, *limits, attempt])
+    return Attempt(id=attempt, retry_after=math.ceil(wait_ms / 1000))
+
+
+def forgive_attempt(conn: redis.Redis, attempt: Attempt, keys: Sequence[str], clear: Sequence[str] = ()) -> None:
+    """The attempt succeeded: it is no failure in ``keys``, and every failure in ``clear`` is forgotten."""
+    pipe = conn.pipeline()
+    for key in clear:
+        pipe.delete(key)
+    for key in keys:
+        pipe.zrem(key, attempt.id)
+    pipe.execute()
 
 
 class SemaphoreBusy(Exception):

@@ -1,94 +1,38 @@
-"""Console login (and its throttle), logout, password change, tenant selection and the restricted
-session hand-off links."""
-import hashlib
-import math
+"""Console login, logout, password change, tenant selection and the restricted session hand-off
+links (the password checks and their throttle are desk/signin.py's)."""
 import uuid
 from urllib.parse import urlsplit
 
-from flask import (Blueprint, current_app, flash, redirect, render_template, request, session,
-                   url_for)
+from flask import Blueprint, flash, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _, ngettext
 from flask_login import current_user, login_required
-from sqlalchemy import func, select
 
 from core.api import ApiError
 from core.db import db
 from core.i18n import LOCALE_SESSION_KEY, current_locale, locale_of
-from core.metrics import LOGINS
-from core.redis import SERVER_NOW, get_redis, run_script
+from desk import signin
 from desk.forms import AccountForm, ChangePasswordForm, LoginForm, LogoutForm, SelectTenantForm
 from desk.handoff import redeem_link_token
 from desk.models import User
 from desk.sessions import (ASSISTANT, CONSOLE, IMPERSONATION, active_memberships, current_member,
                            end_session, landing_url, resume_session, session_type,
                            start_session)
-from desk.tenancy import set_password
 
 bp = Blueprint("desk", __name__)
 
-# Failed logins are counted per (account, client address) and per client address, in a rolling
-# window (LOGIN_FAILURE_WINDOW). Each attempt is counted as a failure when it begins, atomically
-# with the check, so concurrent guesses cannot overshoot; a correct password then takes its own
-# attempt back and clears its pair's failures, so successes never count.
-FAILURES_PER_ACCOUNT_AND_ADDRESS = 10
-FAILURES_PER_ADDRESS = 100
 
-# KEYS: failure sets; ARGV: window ms, each key's limit, the attempt's id. Returns 0 with the
-# attempt counted, or the ms until every key is under its limit again (until the failure that put
-# it at its limit leaves the window), counting nothing.
-_BEGIN_ATTEMPT = SERVER_NOW + """
-local window, wait = tonumber(ARGV[1]), 0
-for i, key in ipairs(KEYS) do
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms - window)
-  local count, limit = redis.call('ZCARD', key), tonumber(ARGV[i + 1])
-  if count >= limit then
-    local oldest = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')[2]
-    wait = math.max(wait, tonumber(oldest) + window - now_ms)
-  end
-end
-if wait > 0 then return wait end
-for _, key in ipairs(KEYS) do
-  redis.call('ZADD', key, now_ms, ARGV[#ARGV])
-  redis.call('PEXPIRE', key, window)
-end
-return 0
-"""
-
-
-def _failure_keys(email: str) -> list[str]:
-    """The (account, address) pair's failure set, then the address's."""
-    address = request.remote_addr or "unknown"
-    account = hashlib.sha256(email.lower().encode()).hexdigest()[:32]
-    return [f"login-failures:{account}:{address}", f"login-failures:{address}"]
-
-
-def begin_login_attempt(email: str) -> tuple[str, int]:
-    """Count a password attempt on this account from this address as a failure, unless refused.
-
-    Returns the attempt's id and the seconds to wait (0: the attempt may go ahead).
-    """
-    attempt = uuid.uuid4().hex
-    window = int(current_app.config["LOGIN_FAILURE_WINDOW"].total_seconds() * 1000)
-    wait_ms = run_script(get_redis(), _BEGIN_ATTEMPT, _failure_keys(email),
-                         [window, FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, attempt])
-    return attempt, math.ceil(wait_ms / 1000)
-
-
-def forgive_login_attempt(email: str, attempt: str) -> None:
-    """The password was right: this attempt is not a failure, nor are its pair's earlier ones."""
-    pair, address = _failure_keys(email)
-    pipe = get_redis().pipeline()
-    pipe.delete(pair)
-    pipe.zrem(address, attempt)
-    pipe.execute()
-
-
-def _too_many(template: str, form, field, wait: int):
-    """The form again, saying how long to wait, with 429 and Retry-After."""
-    LOGINS.labels("throttled").inc()
-    field.errors.append(ngettext("Too many attempts. Try again in %(num)d minute.",
-                                 "Too many attempts. Try again in %(num)d minutes.", wait // 60 + 1))
-    return render_template(template, form=form), 429, {"Retry-After": str(wait)}
+def _refused(template: str, form, field, err: ApiError, wrong: str):
+    """The form again with the sign-in service's refusal next to `field`: too many attempts (429,
+    saying how long to wait, with Retry-After) or the `wrong` password (422)."""
+    if err.code == "rate_limited":
+        wait = int(err.headers["Retry-After"])
+        field.errors.append(ngettext("Too many attempts. Try again in %(num)d minute.",
+                                     "Too many attempts. Try again in %(num)d minutes.", wait // 60 + 1))
+        return render_template(template, form=form), 429, {"Retry-After": str(wait)}
+    if err.code != "invalid_credentials":
+        raise err
+    field.errors.append(wrong)
+    return render_template(template, form=form), 422
 
 
 def _safe_next(default: str) -> str:
@@ -115,18 +59,13 @@ def login():
     """Show the login form; on POST check the password and open a console session."""
     form = LoginForm()
     if form.validate_on_submit():
-        email = form.email.data.strip().lower()
-        attempt, wait = begin_login_attempt(email)
-        if wait:
-            return _too_many("desk/login.html", form, form.password, wait)
-        user = db.session.scalar(select(User).where(func.lower(User.email) == email))
-        if user is not None and user.check_password(form.password.data) and active_memberships(user.id):
-            forgive_login_attempt(email, attempt)
-            start_session(user, CONSOLE)
-            return _after_login(user)
-        LOGINS.labels("failed").inc()
-        form.password.errors.append(_("Email or password is wrong, or the account has no active seat."))
-        return render_template("desk/login.html", form=form), 422
+        try:
+            user = signin.sign_in(form.email.data, form.password.data, request.remote_addr)
+        except ApiError as err:
+            return _refused("desk/login.html", form, form.password, err,
+                            _("Email or password is wrong, or the account has no active seat."))
+        start_session(user, CONSOLE)
+        return _after_login(user)
     status = 422 if request.method == "POST" else 200
     return render_template("desk/login.html", form=form), status
 
@@ -170,16 +109,11 @@ def change_password():
         status = 422 if request.method == "POST" else 200
         return render_template("desk/password.html", form=form), status
     user = current_user._get_current_object()
-    attempt, wait = begin_login_attempt(user.email)
-    if wait:
-        return _too_many("desk/password.html", form, form.current_password, wait)
-    if not user.check_password(form.current_password.data):
-        LOGINS.labels("failed").inc()
-        form.current_password.errors.append(_("Your current password is wrong."))
-        return render_template("desk/password.html", form=form), 422
-    forgive_login_attempt(user.email, attempt)
+    try:
+        signin.change_password(user, form.current_password.data, form.new_password.data, request.remote_addr)
+    except ApiError as err:
+        return _refused("desk/password.html", form, form.current_password, err, _("Your current password is wrong."))
     member, tenant_id = current_member(), session.get("tenant_id")
-    set_password(user, form.new_password.data)
     db.session.commit()
     start_session(user, CONSOLE, tenant_id=uuid.UUID(tenant_id) if tenant_id else None)  # a new id
     flash(_("Password changed. Your other sessions have been logged out."), "ok")

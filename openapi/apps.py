@@ -1,6 +1,7 @@
 """External applications: creation with fixed scopes, tokens, revocation and authentication."""
 import secrets
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -60,11 +61,29 @@ def _clean_url(url: object, resolve: bool) -> str | None:
     return url
 
 
+def _unconfirmed(scopes: object, processing_confirmed: bool, confirmed_scopes: Collection[str]) -> list[str]:
+    """What the request lacks before anything else is looked at: `processing` unless any scope at all
+    comes with the confirmation that an external server will process the data, then each requested
+    scope of CONFIRMED_SCOPES that lacks its own confirmation, in catalog order. Only `True` confirms."""
+    requested = scopes if isinstance(scopes, (list, tuple)) else ()
+    missing = ["processing"] if requested and processing_confirmed is not True else []
+    return missing + [scope for scope in CONFIRMED_SCOPES if scope in requested and scope not in confirmed_scopes]
+
+
 def create_app(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, name: object, scopes: object,
-               webhook_url: object = None, *, resolve_webhook: bool = True) -> Credentials:
+               webhook_url: object = None, *, processing_confirmed: bool, confirmed_scopes: Collection[str],
+               resolve_webhook: bool = True) -> Credentials:
     """Create an application; the token (and secret, with a URL) exist in plain text only here.
-    The URL's host is resolved and checked now unless `resolve_webhook` is off (the operator's CLI,
-    which may name a receiver that is not up yet)."""
+
+    Nothing is checked or taken before the confirmations: unless the processing by an external server
+    and each sensitive scope requested (CONFIRMED_SCOPES) are confirmed, 400 `confirmation_required`
+    with `extra["unconfirmed"]` naming every one missing (`_unconfirmed`). Every caller says what was
+    confirmed: the console what the administrator ticked, the operator's CLI its command itself
+    (there is no default). The URL's host is resolved and checked now unless `resolve_webhook` is
+    off (the operator's CLI, which may name a receiver that is not up yet)."""
+    missing = _unconfirmed(scopes, processing_confirmed, confirmed_scopes)
+    if missing:
+        raise ApiError("confirmation_required", 400, extra={"unconfirmed": missing})
     name, scopes, url = _clean_name(name), clean_scopes(scopes), _clean_url(webhook_url, resolve_webhook)
     take_tenant_slot(OpenTenantUsage, tenant_id, APPS_PER_TENANT, "app_limit")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -6,7 +6,7 @@ from core.api import ApiError
 from core.db import db
 from desk.cli import commit_or_fail, emit
 from desk.models import Tenant
-from openapi.apps import create_app
+from openapi.apps import CONFIRMED_SCOPES, create_app
 
 open_apps_cli = AppGroup("open-apps", help="External applications of the Open API v1.")
 
@@ -23,7 +23,8 @@ def open_apps_create(tenant_id, name, scopes, webhook_url, as_json):
         if db.session.get(Tenant, tenant_id) is None:
             raise ApiError("not_found", 404)
         return create_app(tenant_id, None, name, [s.strip() for s in scopes.split(",") if s.strip()],
-                          webhook_url, resolve_webhook=False)
+                          webhook_url, resolve_webhook=False,  # the operator's command is the confirmation
+                          processing_confirmed=True, confirmed_scopes=CONFIRMED_SCOPES)
     made = commit_or_fail(create)
     emit({"app_id": str(made.app.id), "token": made.token, "signing_secret": made.signing_secret},
          as_json, f"application {made.app.id} created; token {made.token}"

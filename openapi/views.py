@@ -90,36 +90,46 @@ _CREATE_ERRORS = {
 
 
 def _form_errors(form) -> dict:
-    """What the form lacks, all at once, before the service checks the values themselves."""
+    """What the form lacks (a name, a scope), shown together with the service's refusal: the service
+    names only the first problem it finds (or every missing confirmation), the page names them all."""
     errors = {}
-    scopes = form.getlist("scopes")
     if not form.get("name", "").strip():
         errors["name"] = _CREATE_ERRORS["invalid_name"][1]
-    if not scopes:
+    if not form.getlist("scopes"):
         errors["scopes"] = _CREATE_ERRORS["invalid_scopes"][1]
-    if scopes and form.get("confirm_processing") != "on":
-        errors["confirm_processing"] = _("Confirm that an external server will process this data.")
-    for scope, field in SCOPE_CONFIRMATIONS.items():
-        if scope in scopes and form.get(field) != "on":
-            errors[field] = _("This scope needs its own confirmation.")
     return errors
+
+
+def _refusal(err: ApiError) -> dict:
+    """The service's refusal next to the field it concerns: each missing confirmation at its checkbox."""
+    if err.code == "confirmation_required":
+        errors = {}
+        for item in err.extra["unconfirmed"]:
+            if item == "processing":
+                errors["confirm_processing"] = _("Confirm that an external server will process this data.")
+            else:
+                errors[SCOPE_CONFIRMATIONS[item]] = _("This scope needs its own confirmation.")
+        return errors
+    field, message = _CREATE_ERRORS.get(err.code, ("form", err.code))
+    return {field: message or address_refusal(err.detail)}
 
 
 @bp.post("/open-platform/apps")
 @admin_console_required
 def create():
     """Create an application, then show its credentials once."""
-    errors = _form_errors(request.form)
-    if not errors:
-        try:
-            made = apps.create_app(current_member().tenant_id, current_user.id, request.form.get("name"),
-                                   request.form.getlist("scopes"), request.form.get("webhook_url"))
-        except ApiError as err:
-            db.session.rollback()
-            field, message = _CREATE_ERRORS.get(err.code, ("form", err.code))
-            errors = {field: message or address_refusal(err.detail)}
+    form = request.form
+    errors = _form_errors(form)
+    try:
+        made = apps.create_app(
+            current_member().tenant_id, current_user.id, form.get("name"), form.getlist("scopes"),
+            form.get("webhook_url"), processing_confirmed=form.get("confirm_processing") == "on",
+            confirmed_scopes={scope for scope, field in SCOPE_CONFIRMATIONS.items() if form.get(field) == "on"})
+    except ApiError as err:
+        errors = {**errors, **_refusal(err)}
     if errors:
-        return _render_index(422, errors, request.form)
+        db.session.rollback()
+        return _render_index(422, errors, form)
     once = secrets.token_urlsafe(24)
     shown = {"app_id": str(made.app.id), "token": made.token, "signing_secret": made.signing_secret}
     try:
@@ -129,7 +139,7 @@ def create():
         db.session.rollback()
         log.error("could not keep new credentials for display; nothing was created")
         return _render_index(503, {"form": _("The credentials could not be kept for display, so nothing "
-                                             "was created. Try again in a moment.")}, request.form)
+                                             "was created. Try again in a moment.")}, form)
     db.session.commit()
     return redirect(url_for("openapi.credentials", once=once))
 

@@ -1,7 +1,7 @@
 """Console JSON API of the automation rules under /api/extensions (document 2).
 
-Thin views: the body as one JSON object, one service call, commit, the envelope. The services
-check every property of the body themselves.
+Thin views: the body as one JSON object, read by `rules.bodies` into the service's typed
+arguments, one service call, commit, the envelope.
 """
 import uuid
 
@@ -14,7 +14,7 @@ from core.guards import console_json_body
 from core.queue import commit_then_enqueue
 from core.web import answer_unreachable_stores, close_when_off
 from desk.sessions import admin_console_required, current_member
-from rules import execution, plans, preview, runs, service
+from rules import bodies, execution, plans, preview, runs, service
 from rules.catalog import LIMITS
 
 bp = Blueprint("rules_api", __name__, url_prefix="/api/extensions")
@@ -38,8 +38,9 @@ def _done(data: dict, status: int = 200):
 def automation_preview():
     """Simulate a rule on synthetic samples: nothing read, saved, started or assigned. The only
     write is the AI points ledger row of a semantic preview, kept also when a model call failed."""
+    simulation = bodies.simulation(_body())
     try:
-        data = preview.preview(current_member().tenant_id, _body())
+        data = preview.preview(current_member().tenant_id, simulation)
     except ApiError:
         db.session.commit()  # the tokens of the model calls that answered before the failure
         raise
@@ -57,7 +58,8 @@ def rules_index():
 @admin_console_required
 def save_rule():
     """Save a new rule or a new draft revision of one (201)."""
-    return _done(service.save_rule(current_member().tenant_id, current_user.id, _body()), 201)
+    definition, change = bodies.rule_to_save(_body())
+    return _done(service.save_rule(current_member().tenant_id, current_user.id, definition, change), 201)
 
 
 @bp.get("/<uuid:rule_id>/rule-versions")
@@ -71,21 +73,24 @@ def rule_versions(rule_id: uuid.UUID):
 @admin_console_required
 def publish_rule(rule_id: uuid.UUID):
     """Publish a revision under a fresh grant for the confirmed execution mode."""
-    return _done(service.publish(current_member().tenant_id, current_user.id, rule_id, _body()))
+    publication = bodies.publication(_body())
+    return _done(service.publish(current_member().tenant_id, current_user.id, rule_id, publication))
 
 
 @bp.post("/<uuid:rule_id>/rule-pause")
 @admin_console_required
 def pause_rule(rule_id: uuid.UUID):
     """Pause a rule: later commands are blocked."""
-    return _done(service.pause(current_member().tenant_id, current_user.id, rule_id, _body()))
+    bodies.empty(_body())
+    return _done(service.pause(current_member().tenant_id, current_user.id, rule_id))
 
 
 @bp.post("/<uuid:rule_id>/rule-plan")
 @admin_console_required
 def plan_rule(rule_id: uuid.UUID):
     """Queue a read-only plan of the published rule (202): committed, then its job enqueued."""
-    run = plans.request_plan(current_member().tenant_id, current_user.id, rule_id, _body())
+    bodies.empty(_body())
+    run = plans.request_plan(current_member().tenant_id, current_user.id, rule_id)
     commit_then_enqueue(plans.plan_job(run.id))
     return ok(runs.run_json(run), 202)
 
@@ -101,8 +106,9 @@ def rule_runs(rule_id: uuid.UUID):
 @admin_console_required
 def execute_plan(run_id: uuid.UUID):
     """Approve one execution of a fresh complete plan (202): its commands are queued, not done."""
+    confirmed, permission = bodies.approval(_body())
     tenant_id = current_member().tenant_id
-    data = execution.request_execution(tenant_id, current_user.id, run_id, _body())
+    data = execution.request_execution(tenant_id, current_user.id, run_id, confirmed=confirmed, permission=permission)
     db.session.commit()
     execution.queue_jobs(tenant_id, run_id)
     return ok(data, 202)

@@ -11,15 +11,15 @@ never writes a desk table itself.
 """
 import uuid
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from flask import current_app
-from sqlalchemy import literal, select, update
+from sqlalchemy import bindparam, select, update
 
 from core import audit
 from core.api import ApiError
 from core.clock import iso, utcnow
 from core.db import db, tenant_row
-from core.guards import only_properties
 from core.metrics import RULE_COMMANDS
 from core.queue import enqueue
 from desk import conversations
@@ -78,11 +78,15 @@ def _executable(run: AutomationRun) -> list[AutomationRunItem]:
     return items
 
 
-def request_execution(tenant_id: uuid.UUID, actor_id: uuid.UUID, run_id: uuid.UUID, body: dict) -> dict:
+def request_execution(tenant_id: uuid.UUID, actor_id: uuid.UUID, run_id: uuid.UUID, *, confirmed: bool,
+                      permission: str) -> dict:
     """Approve one execution of a plan: write a pending receipt per planned conversation (flush;
-    the caller commits and then queues `queue_jobs`). Asking again changes nothing."""
-    only_properties(body, ("confirm", "permission"), ("confirm", "permission"))
-    if body["confirm"] is not True or body["permission"] != EXECUTE_PERMISSION:
+    the caller commits and then queues `queue_jobs`). Asking again changes nothing.
+
+    Nothing is approved unless the administrator confirmed (`confirmed` True) exactly the
+    permission EXECUTE_PERMISSION: else 400 permission_confirmation_required, before the switches
+    and the run are looked at."""
+    if confirmed is not True or permission != EXECUTE_PERMISSION:
         raise ApiError("permission_confirmation_required", 400)
     _switches_on()
     run = _run(tenant_id, run_id)
@@ -131,25 +135,40 @@ def _is_admin(tenant_id: uuid.UUID, user_id):
                                    Member.role == "admin", Member.active.is_(True)).exists()
 
 
-def recheck(run, target_member_id: uuid.UUID) -> str | None:
-    """Why a command of the run (an AutomationRun, or anything with its tenant_id, rule_id,
-    grant_id, kind and approved_by) may not be written now; None when it may. Checked right before
+# The recheck, built once (it runs before every command): an approver of None matches no member.
+_RECHECK = select(
+    AutomationRule.state, AutomationRule.grant_id, AutomationGrant.execution_mode, Tenant.active,
+    _is_admin(bindparam("p_tenant"), AutomationGrant.granted_by).label("publisher"),
+    _is_admin(bindparam("p_tenant"), bindparam("p_approver")).label("approver"),
+    select(Member.id).where(Member.id == bindparam("p_target"), Member.tenant_id == bindparam("p_tenant"),
+                            Member.role == "agent", Member.active.is_(True), Member.synchronized.is_(True))
+    .exists().label("target"),
+).join(Tenant, Tenant.id == AutomationRule.tenant_id).join(
+    AutomationGrant, (AutomationGrant.id == bindparam("p_grant")) & (AutomationGrant.tenant_id == bindparam("p_tenant"))
+).where(AutomationRule.id == bindparam("p_rule"), AutomationRule.tenant_id == bindparam("p_tenant"))
+
+
+class Authority(NamedTuple):
+    """What a command is written under, as `recheck` checks it: the run's tenant, rule, grant and
+    kind, and its approver (None for a continuing grant). An AutomationRun has these attributes."""
+
+    tenant_id: uuid.UUID
+    rule_id: uuid.UUID
+    grant_id: uuid.UUID
+    kind: str
+    approved_by: uuid.UUID | None = None
+
+
+def recheck(run: "AutomationRun | Authority", target_member_id: uuid.UUID) -> str | None:
+    """Why a command of the run may not be written now; None when it may. Checked right before
     each write whatever the run's kind, in one statement: the rule paused or republished
     (`rule_not_published`, `grant_replaced`), the tenant inactive, the publisher no longer an active
     administrator, the approver likewise (`approver_invalid`; a scheduled or message-event run has
     none: its continuing grant, still the rule's current one, and the scheduled-execution switch
     stand for it), the target no longer an active, synchronized agent of the tenant."""
-    target = select(Member.id).where(
-        Member.id == target_member_id, Member.tenant_id == run.tenant_id, Member.role == "agent",
-        Member.active.is_(True), Member.synchronized.is_(True)).exists()
-    approver = _is_admin(run.tenant_id, run.approved_by) if run.approved_by is not None else literal(False)
-    found = db.session.execute(select(
-        AutomationRule.state, AutomationRule.grant_id, AutomationGrant.execution_mode, Tenant.active,
-        _is_admin(run.tenant_id, AutomationGrant.granted_by).label("publisher"), approver.label("approver"),
-        target.label("target"))
-        .join(Tenant, Tenant.id == AutomationRule.tenant_id)
-        .join(AutomationGrant, (AutomationGrant.id == run.grant_id) & (AutomationGrant.tenant_id == run.tenant_id))
-        .where(AutomationRule.id == run.rule_id, AutomationRule.tenant_id == run.tenant_id)).one()
+    found = db.session.connection().execute(_RECHECK, {
+        "p_tenant": run.tenant_id, "p_rule": run.rule_id, "p_grant": run.grant_id, "p_approver": run.approved_by,
+        "p_target": target_member_id}).one()
     if found.state != "published" or found.grant_id != run.grant_id:
         return "rule_not_published" if found.state != "published" else "grant_replaced"
     if not found.active:
@@ -221,14 +240,21 @@ def finish_if_final(tenant_id: uuid.UUID, run_id: uuid.UUID) -> bool:
     if not won:
         db.session.rollback()
         return False
-    run = db.session.execute(select(AutomationRun.rule_id, AutomationRun.kind, AutomationRun.approved_by)
+    run = db.session.execute(select(AutomationRun.tenant_id, AutomationRun.rule_id, AutomationRun.grant_id,
+                                    AutomationRun.kind, AutomationRun.approved_by)
                              .where(AutomationRun.id == run_id)).one()
-    outcomes = {status: sum(r.status == status for r in receipts) for status in FINAL}
-    audit.record(tenant_id, run.approved_by, "automation.run_executed", f"automation_run:{run_id}",
-                 {"run_id": str(run_id), "rule_id": str(run.rule_id), "kind": run.kind,
-                  "commands": len(receipts), "outcomes": {k: n for k, n in outcomes.items() if n}})
+    audit_executed(Authority(**run._mapping), run_id, [r.status for r in receipts])
     db.session.commit()
     return True
+
+
+def audit_executed(run: "AutomationRun | Authority", run_id: uuid.UUID, statuses: list[str]) -> None:
+    """Audit a run's finished execution (`automation.run_executed`): its kind, rule, how many
+    commands ended in each final status. The caller commits."""
+    outcomes = {status: statuses.count(status) for status in FINAL}
+    audit.record(run.tenant_id, run.approved_by, "automation.run_executed", f"automation_run:{run_id}",
+                 {"run_id": str(run_id), "rule_id": str(run.rule_id), "kind": run.kind,
+                  "commands": len(statuses), "outcomes": {k: n for k, n in outcomes.items() if n}})
 
 
 def execution_status(tenant_id: uuid.UUID, run_id: uuid.UUID) -> dict:

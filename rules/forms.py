@@ -1,5 +1,6 @@
-"""Turning the automation console's HTML forms into the JSON shapes the rule services take, and
-back: the rule editor (definition), the preview panel (samples and instant) and error placement."""
+"""Turning the automation console's HTML forms into what the rule services take, and back: the
+rule editor (definition), revision numbers, the preview panel (samples and instant) and error
+placement."""
 import re
 from datetime import datetime
 
@@ -111,6 +112,12 @@ def values_to_definition(values: dict) -> dict:
         definition["semantic"] = {"labels": _split(values["labels"]),
                                   "min_confidence": number_or_text(values["min_confidence"], form_decimal)}
     return definition
+
+
+def revision_number(text: str | None) -> int:
+    """A revision number a form carries (`core.forms.form_integer`); anything else is 0, which the
+    services refuse as invalid_version like every number below 1."""
+    return form_integer(text) or 0
 
 
 def add_row(rows: list, blank: dict, limit: int) -> list:

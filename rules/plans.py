@@ -17,7 +17,6 @@ from core import audit
 from core.api import ApiError
 from core.clock import utcnow
 from core.db import db, end_reads
-from core.guards import only_properties
 from core.limits import hit_fixed_window
 from core.metrics import RULE_RUNS
 from core.queue import JobSpec
@@ -56,10 +55,10 @@ class Seen:
 
 # --- POST /{rule_id}/rule-plan ------------------------------------------------------------------
 
-def request_plan(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body: dict) -> AutomationRun:
+def request_plan(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID) -> AutomationRun:
     """Store a queued manual plan of the published rule (flush only; the view commits, then
-    queues `plan_job`)."""
-    only_properties(body, ())
+    queues `plan_job`). The first problem wins, in this order: the rule (404), the planning switch
+    (503), its grant (409 rule_not_published), the tenant's one plan a minute (429)."""
     get_rule(tenant_id, rule_id)
     if not current_app.config["AUTOMATION_PLANNING_ENABLED"]:
         raise ApiError("planning_disabled", 503)

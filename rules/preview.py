@@ -4,9 +4,12 @@ The administrator supplies the samples, so no conversation or member is read, no
 no job is started and nothing is assigned. Only a semantic rule calls the model (one call per
 sample still in play) and meters the tokens afterwards, also when a later call failed (the view
 commits the ledger row). Checks, reasons and codes: docs/decisions.md, "Automation preview".
+The service takes a `Simulation`; a JSON body is read into one by `rules.bodies`, the editor's
+form by the console view.
 """
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from core.api import ApiError
@@ -19,7 +22,6 @@ from rules.catalog import LIMITS
 from rules.deciding import Usage, cap, decide
 from rules.definition import validate_rule
 
-BODY = (("capability_version", "definition", "samples", "instant"), ("semantic_confirmed",))
 SAMPLE = (("id", "text", "status"), ("assignee_ref",))
 SAMPLE_STATUSES = ("open", "pending", "resolved")
 SAMPLE_ID_CHARS = 64
@@ -30,9 +32,26 @@ INVALID_SAMPLES = "invalid_samples"
 INSTANT_YEARS = (2000, 2199)
 
 
-def preview(tenant_id: uuid.UUID, body: dict) -> dict:
-    """Simulate a rule on the body's samples at its instant; meters the model's tokens (flush only)."""
-    rule, samples, instant = _checked(body)
+@dataclass(frozen=True)
+class Simulation:
+    """What a preview simulates: a rule definition and synthetic samples, both as sent (the preview
+    checks them), at `instant` (UTC ISO 8601 text), and whether the administrator confirmed that a
+    semantic rule's samples go to the model and use AI points (`semantic_confirmed`, only True counts)."""
+
+    definition: object
+    samples: object
+    instant: str
+    semantic_confirmed: bool = False
+
+
+def preview(tenant_id: uuid.UUID, simulation: Simulation) -> dict:
+    """Simulate a rule on the samples at the instant; meters the model's tokens (flush only).
+
+    A semantic rule is refused (400 semantic_confirmation_required) and no model called unless
+    `semantic_confirmed` is True. The first problem wins, in this order: the definition, the
+    semantic confirmation, the instant, then the samples.
+    """
+    rule, samples, instant = _checked(simulation)
     slot = slot_in_effect(rule["slots"], instant) if rule["trigger"] == "weekly" else None
     usage = Usage()
     try:
@@ -51,23 +70,17 @@ def preview(tenant_id: uuid.UUID, body: dict) -> dict:
 
 # --- the request --------------------------------------------------------------------------------
 
-def _checked(body: dict) -> tuple[dict, list[dict], datetime]:
+def _checked(simulation: Simulation) -> tuple[dict, list[dict], datetime]:
     """The validated rule, samples and instant, or the first problem as a 400 ApiError."""
-    only_properties(body, BODY[0] + BODY[1], BODY[0])
-    if body["capability_version"] != CAPABILITY_VERSION:
-        raise ApiError("invalid_capability_version", 400, detail="capability_version")
-    rule = _rule(body["definition"])
-    confirmed = body.get("semantic_confirmed", False)
-    if not isinstance(confirmed, bool):
-        raise ApiError("invalid_json", 400, detail="semantic_confirmed")
-    if "semantic" in rule and not confirmed:
+    rule = checked_rule(simulation.definition)
+    if "semantic" in rule and simulation.semantic_confirmed is not True:
         raise ApiError("semantic_confirmation_required", 400)
-    instant = _instant(body["instant"])
+    instant = _instant(simulation.instant)
     limit = LIMITS["semantic_preview_samples" if "semantic" in rule else "preview_samples"]
-    return rule, _samples(body["samples"], limit), instant
+    return rule, _samples(simulation.samples, limit), instant
 
 
-def _rule(raw: object) -> dict:
+def checked_rule(raw: object) -> dict:
     """The validated definition; the validator's problem keeps its code, its path under `definition`."""
     try:
         return validate_rule(raw)
@@ -76,10 +89,10 @@ def _rule(raw: object) -> dict:
         raise ApiError(error.code, error.status, detail=path) from None
 
 
-def _instant(value: object) -> datetime:
+def _instant(value: str) -> datetime:
     """A UTC ISO 8601 date-time (`Z` or `+00:00`) of the years 2000 to 2199 as an aware datetime,
     else 400 invalid_instant (so the week and next-times arithmetic stays far from datetime's ends)."""
-    if not isinstance(value, str) or not INSTANT_RE.fullmatch(value):
+    if not INSTANT_RE.fullmatch(value):
         raise ApiError("invalid_instant", 400, detail="instant")
     try:
         instant = datetime.fromisoformat(value).astimezone(timezone.utc)

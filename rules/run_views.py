@@ -97,7 +97,7 @@ def section(rule_id: uuid.UUID):
 def plan_now(rule_id: uuid.UUID):
     """Queue a read-only plan of the published rule: committed, then its job enqueued, as the API does."""
     try:
-        run = plans.request_plan(current_member().tenant_id, current_user.id, rule_id, {})
+        run = plans.request_plan(current_member().tenant_id, current_user.id, rule_id)
     except ApiError as err:
         return _runs_answer(rule_id, _plan_refusal(err), 422)
     commit_then_enqueue(plans.plan_job(run.id))
@@ -113,9 +113,10 @@ def execute_run(rule_id: uuid.UUID, run_id: uuid.UUID):
     conversation.assign_plan: committed, then one job per command queued."""
     tenant_id = current_member().tenant_id
     runs.check_run(tenant_id, rule_id, run_id)
-    body = {"confirm": request.form.get("confirm") == "on", "permission": request.form.get("permission", "")}
+    confirmed, permission = request.form.get("confirm") == "on", request.form.get("permission", "")
     try:
-        data = execution.request_execution(tenant_id, current_user.id, run_id, body)
+        data = execution.request_execution(tenant_id, current_user.id, run_id, confirmed=confirmed,
+                                           permission=permission)
     except ApiError as err:
         return _runs_answer(rule_id, _refusal(err, EXECUTE_ERRORS, _("Execution failed: %(code)s."),
                                               run_id=str(run_id)), 422)

@@ -5,8 +5,13 @@ the next revision number with one conditional UPDATE guarded by `expected_revisi
 swaps the rule's live revision with one compare-and-swap UPDATE guarded by
 `expected_active_revision` and the grant it saw, then stores a fresh grant and revokes every other
 grant of the rule; a pause revokes them all. A revoked grant never becomes valid again.
+
+The services take typed arguments (`RuleChange`, `Publication`); a JSON body is read into them by
+`rules.bodies`, a form by the console views.
 """
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from flask import current_app
 from sqlalchemy import select, update
@@ -16,7 +21,6 @@ from core.api import ApiError, parse_uuid
 from core.clock import iso, utcnow
 from core.config import AUTOMATION_SWITCHES
 from core.db import db
-from core.guards import only_properties
 from core.once import take_tenant_slot
 from core.validation import canonical_hash
 from desk.models import Member
@@ -40,8 +44,28 @@ SEMANTIC_PERMISSIONS = ("conversation.semantic_routing", "ai.points.consume")
 SINGLE_RUN_PERMISSIONS = ("conversation.assign_plan",)
 # The trigger a continuous mode needs.
 MODE_TRIGGERS = {"scheduled": "weekly", "message_event": "message_received"}
-SAVE_PROPERTIES = ("definition", "rule_id", "expected_revision")
-PUBLISH_PROPERTIES = ("revision", "expected_active_revision", "permissions", "confirm", "execution_mode")
+
+
+@dataclass(frozen=True)
+class RuleChange:
+    """A save that changes a rule rather than creating one: the rule, and the revision the change
+    was made from (`expected_revision`, refused unless it is still the rule's latest)."""
+
+    rule_id: uuid.UUID
+    expected_revision: int
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What an administrator publishes: `revision`, over the live revision they saw
+    (`expected_active_revision`, None when there was none), in `execution_mode` (None: plan_only),
+    with the permissions they confirmed and whether they confirmed (`confirmed`, only True counts)."""
+
+    revision: int
+    expected_active_revision: int | None
+    permissions: Sequence[str]
+    confirmed: bool
+    execution_mode: str | None = None
 
 
 def required_permissions(definition: dict, mode: str) -> list[str]:
@@ -175,17 +199,22 @@ def _bound_definition(tenant_id: uuid.UUID, raw: object) -> dict:
     return definition
 
 
-def save_rule(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, body: dict) -> dict:
-    """Save a new rule, or a new draft revision of one; the published revision stays live."""
-    only_properties(body, SAVE_PROPERTIES, ("definition",))
-    if "rule_id" not in body and "expected_revision" not in body:
-        definition = _bound_definition(tenant_id, body["definition"])
+def save_rule(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, definition: object,
+              change: RuleChange | None = None) -> dict:
+    """Save `definition` as a new rule, or with `change` as the next draft revision of that rule;
+    the published revision stays live. Flush only.
+
+    The first problem wins, in this order: for a change the rule (404) and its expected revision
+    (400 invalid_version unless an integer of at least 1), then the definition, its bindings, and
+    the limits and the revision check, which are the writes.
+    """
+    if change is None:
+        definition = _bound_definition(tenant_id, definition)
         found = _new_rule(tenant_id, actor_id, definition)
     else:
-        only_properties(body, SAVE_PROPERTIES, SAVE_PROPERTIES)
-        found = get_rule(tenant_id, parse_uuid(body["rule_id"], "invalid_rule_id"))
-        expected = _revision_number(body["expected_revision"])
-        definition = _bound_definition(tenant_id, body["definition"])
+        found = get_rule(tenant_id, change.rule_id)
+        expected = _revision_number(change.expected_revision)
+        definition = _bound_definition(tenant_id, definition)
         _next_revision(found, expected, definition)
     revision = AutomationRuleRevision(
         tenant_id=tenant_id, rule_id=found.id, revision=found.latest_revision, definition=definition,
@@ -207,7 +236,7 @@ def rule_versions(tenant_id: uuid.UUID, rule_id: uuid.UUID) -> dict:
     return {"rule": rule_json(found), "versions": [revision_json(r) for r in revisions]}
 
 
-def _execution_mode(value: object, trigger: str) -> str:
+def _execution_mode(value: str | None, trigger: str) -> str:
     """The publication's mode: omitted or null is plan_only; scheduled only for weekly rules and
     message_event only for message rules (else 400 invalid_execution_mode)."""
     mode = "plan_only" if value is None else value
@@ -261,22 +290,30 @@ def _swap_live_revision(found: AutomationRule, expected: int | None, number: int
         raise ApiError("version_conflict", 409)
 
 
-def publish(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body: dict) -> dict:
-    """Publish a revision under a fresh grant for the confirmed mode; the old grant is revoked."""
-    only_properties(body, PUBLISH_PROPERTIES, ("revision", "expected_active_revision"))
+def publish(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, publication: Publication) -> dict:
+    """Publish a revision under a fresh grant for the confirmed mode; the old grant is revoked.
+    Flush only.
+
+    Nothing is published unless the administrator confirmed (`confirmed` True) exactly the
+    permissions `required_permissions` lists for the revision and mode, in order (else 400
+    permission_confirmation_required). The first problem wins, in this order: the rule (404), the
+    planning switch, the revision numbers (integers of at least 1), the confirmation, the revision
+    (404), the mode against its trigger, the continuous switches, the permissions, the bindings,
+    then the swap (409 version_conflict).
+    """
     found = get_rule(tenant_id, rule_id)
     _planning_enabled()
-    number = _revision_number(body["revision"])
-    expected = body["expected_active_revision"]
+    number = _revision_number(publication.revision)
+    expected = publication.expected_active_revision
     if expected is not None:
         expected = _revision_number(expected)
-    if body.get("confirm") is not True:
+    if publication.confirmed is not True:
         raise ApiError("permission_confirmation_required", 400)
     revision = get_revision(found, number)
-    mode = _execution_mode(body.get("execution_mode"), revision.definition["trigger"])
+    mode = _execution_mode(publication.execution_mode, revision.definition["trigger"])
     _continuous_enabled(mode)
     permissions = required_permissions(revision.definition, mode)
-    if body.get("permissions") != permissions:
+    if list(publication.permissions) != permissions:
         raise ApiError("permission_confirmation_required", 400)
     _check_bindings(tenant_id, revision.definition)  # an agent may have left since the save
     grant_id = uuid.uuid4()
@@ -293,10 +330,10 @@ def publish(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body:
     return rule_json(found)
 
 
-def pause(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID, body: dict) -> dict:
+def pause(tenant_id: uuid.UUID, actor_id: uuid.UUID, rule_id: uuid.UUID) -> dict:
     """Pause a published rule: its grant is revoked, so commands carrying it are blocked, its
-    commands not yet begun cancelled and its queued plans cancelled (409 rule_not_published for a draft or an already paused rule)."""
-    only_properties(body, ())
+    commands not yet begun cancelled and its queued plans cancelled (404 for a foreign or missing
+    rule, 409 rule_not_published for a draft or an already paused rule). Flush only."""
     found = get_rule(tenant_id, rule_id)
     paused = db.session.execute(update(AutomationRule).where(
         AutomationRule.id == found.id, AutomationRule.tenant_id == tenant_id,

@@ -11,10 +11,9 @@ from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 
 from core.api import ApiError
-from core.capabilities import CAPABILITY_VERSION
 from core.i18n import beijing
 from core.db import db
-from core.forms import form_integer, number_or_text
+from core.forms import form_integer
 from core.model import model_state
 from core.web import close_when_off, htmx, redirect_to
 from desk.sessions import admin_console_required, current_member
@@ -161,12 +160,11 @@ def _posted_editor() -> dict:
 def _save(rule_id: uuid.UUID | None):
     """Save the editor as a new rule or a new revision; 422 (409 for a conflict) shows the problem."""
     posted = _posted_editor()
-    body = {"definition": forms.values_to_definition(posted["values"])}
-    if rule_id:
-        body |= {"rule_id": str(rule_id),
-                 "expected_revision": number_or_text(request.form.get("expected_revision", ""))}
+    definition = forms.values_to_definition(posted["values"])
+    change = service.RuleChange(rule_id, forms.revision_number(request.form.get("expected_revision"))) \
+        if rule_id else None
     try:
-        saved = service.save_rule(current_member().tenant_id, current_user.id, body)
+        saved = service.save_rule(current_member().tenant_id, current_user.id, definition, change)
     except ApiError as err:
         db.session.rollback()
         status = 409 if err.code == "version_conflict" else 422
@@ -256,14 +254,13 @@ def run_preview():
     The result partial for htmx; the whole editor page with the result otherwise."""
     posted = _posted_editor()
     samples, origins = forms.samples_for_preview(posted["samples"], posted["paste"])
-    body = {"capability_version": CAPABILITY_VERSION,
-            "definition": forms.values_to_definition(posted["values"]), "samples": samples,
-            "instant": forms.instant_to_utc(posted["instant"] or forms.instant_value()),
-            "semantic_confirmed": posted["semantic_confirmed"]}
+    simulation = preview.Simulation(forms.values_to_definition(posted["values"]), samples,
+                                    forms.instant_to_utc(posted["instant"] or forms.instant_value()),
+                                    semantic_confirmed=posted["semantic_confirmed"])
     overview = service.overview(current_member().tenant_id)
     shown = {"previewed": samples, "member_names": {m["id"]: m["label"] for m in _members(overview)}}
     try:
-        result = preview.preview(current_member().tenant_id, body)
+        result = preview.preview(current_member().tenant_id, simulation)
     except ApiError as err:
         db.session.rollback()
         status = 422
@@ -286,7 +283,7 @@ def publish(rule_id: uuid.UUID):
     """Publish a revision in the chosen mode after the administrator confirmed its exact permissions."""
     tenant_id = current_member().tenant_id
     form = request.form
-    number = form_integer(form.get("revision")) or 0
+    number = forms.revision_number(form.get("revision"))
     mode = form.get("execution_mode", "plan_only")
     expected = form.get("expected_active_revision", "").strip()
     try:
@@ -297,9 +294,9 @@ def publish(rule_id: uuid.UUID):
         confirmed = form.get("confirm") == "on"
         permissions = service.required_permissions(revision["definition"], mode) \
             if confirmed and mode in EXECUTION_MODES else []
-        service.publish(tenant_id, current_user.id, rule_id, {
-            "revision": number, "expected_active_revision": number_or_text(expected) if expected else None,
-            "permissions": permissions, "confirm": confirmed, "execution_mode": mode})
+        service.publish(tenant_id, current_user.id, rule_id, service.Publication(
+            revision=number, expected_active_revision=forms.revision_number(expected) if expected else None,
+            permissions=permissions, confirmed=confirmed, execution_mode=mode))
     except ApiError as err:
         db.session.rollback()
         if err.code == "not_found":
@@ -318,7 +315,7 @@ def publish(rule_id: uuid.UUID):
 def pause(rule_id: uuid.UUID):
     """Pause a published rule: queued plans are cancelled and later commands blocked."""
     try:
-        service.pause(current_member().tenant_id, current_user.id, rule_id, {})
+        service.pause(current_member().tenant_id, current_user.id, rule_id)
     except ApiError as err:
         db.session.rollback()
         if err.code == "not_found":

@@ -87,6 +87,11 @@ def bindings(app_id: uuid.UUID):
     return _bindings_page(_app(app_id))
 
 
+def _confirmed() -> bool:
+    """Whether the form's confirmation box was ticked; the service decides what follows."""
+    return request.form.get("confirm") == "yes"
+
+
 def _form_target() -> tuple[int | None, str]:
     """The version and action a binding form names."""
     return form_integer(request.form.get("version")), request.form.get("action_key", "")
@@ -101,10 +106,8 @@ def bind(app_id: uuid.UUID):
     try:
         if version is None:
             raise ApiError("invalid_version", 400)
-        if request.form.get("confirm") != "yes":
-            raise ApiError("action_confirmation_required", 400)
         binding = actions.bind(found, current_user.id, version, key, request.form.get("endpoint", "").strip(),
-                               request.form.get("bearer_token") or None)
+                               request.form.get("bearer_token") or None, confirmed=_confirmed())
     except ApiError as err:
         db.session.rollback()
         return _bindings_page(found, 422, {"version": version, "key": key, "message": message(err),
@@ -159,12 +162,12 @@ def run(app_id: uuid.UUID, record_id: uuid.UUID, action_key: str):
     found = _app(app_id)
     record = actions.get_record(found, record_id)
     try:
-        if request.form.get("confirm") != "yes":
-            raise ApiError("action_confirmation_required", 400)
+        confirmed = _confirmed()
+        actions.require_confirmation(confirmed)  # before the binding id is parsed: that refusal wins
         binding_id = request.form.get("binding_id") or None
         started, _replayed, job = actions.request_run(
             found, current_user.id, form_integer(request.form.get("version")) or 0, record.id, action_key,
-            None if binding_id is None else parse_uuid(binding_id, "invalid_binding_id"))
+            None if binding_id is None else parse_uuid(binding_id, "invalid_binding_id"), confirmed=confirmed)
     except ApiError as err:
         db.session.rollback()
         return _review(found, actions.get_record(found, record_id), 422, {"key": action_key, "message": message(err)},

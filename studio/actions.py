@@ -143,10 +143,21 @@ def _lock(found: StudioApp) -> None:
     db.session.execute(select(StudioApp.id).where(StudioApp.id == found.id).with_for_update())
 
 
+def require_confirmation(confirmed: bool) -> None:
+    """An administrator confirms each binding and each run in the request itself: without it, 400
+    action_confirmation_required and nothing is read or written. `bind` and `request_run` check it
+    before anything else; an adapter that parses more of the request after the confirmation calls
+    it first, so a missing confirmation wins over a malformed property as it always has."""
+    if confirmed is not True:
+        raise ApiError("action_confirmation_required", 400)
+
+
 def bind(found: StudioApp, actor_id: uuid.UUID, version_no: int, action_key: str, endpoint: object,
-         token: object) -> StudioActionBinding:
-    """Bind a public HTTPS address (and an optional bearer token) to a version's http action; a
-    binding already there is replaced, so a new address always needs this confirmed call."""
+         token: object, *, confirmed: bool) -> StudioActionBinding:
+    """Bind a public HTTPS address (and an optional bearer token) to a version's http action, only
+    when `confirmed` (else 400 action_confirmation_required before any other check); a binding
+    already there is replaced, so a new address always needs this confirmed call."""
+    require_confirmation(confirmed)
     _action(get_version(found, version_no).definition, action_key, "http")
     secret = _checked_token(token)
     host = _checked_endpoint(endpoint)
@@ -279,9 +290,12 @@ def _run_binding(found: StudioApp, version_no: int, action_key: str, binding_id:
 
 
 def request_run(found: StudioApp, actor_id: uuid.UUID, version_no: int, record_id: uuid.UUID, action_key: str,
-                binding_id: uuid.UUID | None) -> tuple[StudioActionRun, bool, JobSpec | None]:
-    """Run an action of the live version on one of its records, once: (run, replayed, the job to
-    queue after the commit). A repeated request answers the existing run and executes nothing."""
+                binding_id: uuid.UUID | None, *, confirmed: bool) -> tuple[StudioActionRun, bool, JobSpec | None]:
+    """Run an action of the live version on one of its records, once, only when `confirmed` (else
+    400 action_confirmation_required before any other check, a repeated request's too): (run,
+    replayed, the job to queue after the commit). A repeated confirmed request answers the
+    existing run and executes nothing."""
+    require_confirmation(confirmed)
     if not KEY_RE.fullmatch(action_key):  # no definition has such a key (nor would its action id hash)
         raise ApiError("not_found", 404)
     record = get_record(found, record_id)

@@ -212,9 +212,9 @@ def action_operation(app_id: uuid.UUID):
         return ok(binding_json(binding, actions.binder_email(binding)))
     only_properties(body, ("operation", "version", "action_key", "endpoint", "bearer_token", "confirm"),
                     ("version", "action_key", "endpoint", "confirm"))
-    _confirmed(body)
+    confirmed = _confirmation(body)
     binding = actions.bind(found, current_user.id, _version_number(body["version"]), _action_key(body),
-                           body["endpoint"], body.get("bearer_token"))
+                           body["endpoint"], body.get("bearer_token"), confirmed=confirmed)
     db.session.commit()
     return ok(binding_json(binding, current_user.email), 201)
 
@@ -224,11 +224,11 @@ def _run_action(found, body: dict):
     the request to read it; it never runs twice)."""
     only_properties(body, ("operation", "version", "record_id", "action_key", "binding_id", "confirm"),
                     ("version", "record_id", "action_key", "confirm"))
-    _confirmed(body)
+    confirmed = _confirmation(body)
     binding_id = parse_uuid(body["binding_id"], "invalid_binding_id") if "binding_id" in body else None
     run, replayed, job = actions.request_run(
         found, current_user.id, _version_number(body["version"]), parse_uuid(body["record_id"], "invalid_record_id"),
-        _action_key(body), binding_id)
+        _action_key(body), binding_id, confirmed=confirmed)
     answer = {**run_json(run), "replayed": replayed}
     commit_then_enqueue(*([job] if job else []))
     return ok(answer, 202 if answer["status"] in actions.PENDING else 200)
@@ -241,7 +241,10 @@ def _action_key(body: dict) -> str:
     return body["action_key"]
 
 
-def _confirmed(body: dict) -> None:
-    """Binding and running need `confirm: true` in the request itself."""
-    if body["confirm"] is not True:
-        raise ApiError("action_confirmation_required", 400)
+def _confirmation(body: dict) -> bool:
+    """Whether the request confirms (`confirm` is JSON true; any other value does not). The service
+    decides what an unconfirmed request gets; it is asked here, before the other properties are
+    parsed, so a missing confirmation keeps winning over a malformed property."""
+    confirmed = body["confirm"] is True
+    actions.require_confirmation(confirmed)
+    return confirmed

@@ -242,10 +242,15 @@ def submit(member: Member, entry: RunEntry, conversation: Conversation, raw_inpu
                                  conversation_id=conversation.id, live_definition=entry.definition)
 
 
-def analyze_intent(member: Member, app_id: uuid.UUID, version: int, conversation: Conversation):
-    """Label the conversation with the version's intent labels after the agent confirmed; writes
-    only the AI points ledger and the audit log. 409 intent_not_configured; 429
-    intent_rate_limited (10 per agent per minute); the model's own errors pass through."""
+def analyze_intent(member: Member, app_id: uuid.UUID, version: int, conversation: Conversation, *,
+                   confirmed: bool):
+    """Label the conversation with the version's intent labels, only when the agent confirmed this
+    analysis (else 400 intent_confirmation_required before any other check: nothing is read, sent,
+    counted or written); writes only the AI points ledger and the audit log. 409
+    intent_not_configured; 429 intent_rate_limited (10 per agent per minute); the model's own
+    errors pass through."""
+    if confirmed is not True:
+        raise ApiError("intent_confirmation_required", 400)
     entry = open_entry(member, app_id, version)
     if "intent" not in entry.definition:
         raise ApiError("intent_not_configured", 409)

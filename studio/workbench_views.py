@@ -33,6 +33,7 @@ SUBMIT_ERRORS = {
     "invalid_idempotency_key": _l("The form was incomplete: reload the workbench and try again."),
 }
 INTENT_ERRORS = {
+    "intent_confirmation_required": _l("Confirm the analysis first."),
     "intent_no_messages": _l("This conversation has no public text messages to analyze yet."),
     "intent_rate_limited": _l("You analyzed 10 conversations in this minute: try again shortly."),
     "intent_not_configured": _l("This version has no intent labels."),
@@ -211,10 +212,9 @@ def _intent_answer(app_id: uuid.UUID, conversation: Conversation, version: int, 
 def analyze(app_id: uuid.UUID):
     """Analyze the conversation's intent once the agent confirmed; nothing is sent or assigned."""
     member, conversation, version = _used_in()
-    if request.form.get("confirmed") != "yes":
-        return _intent_answer(app_id, conversation, version, 422, error_message=_("Confirm the analysis first."))
     try:
-        result = workbench.analyze_intent(member, app_id, version, conversation)
+        result = workbench.analyze_intent(member, app_id, version, conversation,
+                                          confirmed=request.form.get("confirmed") == "yes")
     except ApiError as err:
         if err.code == "workbench_entry_closed":
             return _closed(app_id, conversation)

@@ -31,7 +31,7 @@ from desk.channels import create_channel
 from desk.models import Channel, Conversation, Customer, Member, Message, Tenant
 from desk.tenancy import add_member, create_tenant
 from core.queue_names import SCRIPTS
-from openapi.apps import create_app as create_open_app
+from openapi.apps import CONFIRMED_SCOPES, create_app as create_open_app
 from tests.peers import HttpsReceiver
 from tests.support.actions import action_definition
 from tests.support.openapi import ALL_SCOPES, OpenClient
@@ -254,7 +254,8 @@ def rules(admin_client) -> RulesApi:
 def make_open_app(app, tenant, admin):
     """Create an Open API application (scopes, optional URL) and return (model, client, credentials)."""
     def make(scopes=ALL_SCOPES, webhook_url=None, tenant_id=None, name="Partner CRM"):
-        made = create_open_app(tenant_id or tenant.id, admin.user_id, name, scopes, webhook_url)
+        made = create_open_app(tenant_id or tenant.id, admin.user_id, name, scopes, webhook_url,
+                               processing_confirmed=True, confirmed_scopes=CONFIRMED_SCOPES)
         db.session.commit()
         return made.app, OpenClient(app.test_client(), made.token), made
     return make

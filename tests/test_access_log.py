@@ -10,7 +10,7 @@ from core.db import db
 from core.logs import AccessLogger
 from desk.handoff import issue_link_token
 from desk.sessions import ASSISTANT, IMPERSONATION
-from openapi.apps import SCOPES, create_app
+from openapi.apps import CONFIRMED_SCOPES, SCOPES, create_app
 from tests.conftest import PASSWORD, csrf_from
 
 
@@ -29,7 +29,8 @@ def test_hand_off_tokens_never_reach_the_access_log(gunicorn, tmp_path, agent):
 
 
 def test_bearer_tokens_and_record_data_never_reach_the_access_log(gunicorn, tmp_path, tenant, admin):
-    token = create_app(tenant.id, admin.user_id, "Partner", list(SCOPES), None).token
+    token = create_app(tenant.id, admin.user_id, "Partner", list(SCOPES), None, processing_confirmed=True,
+                       confirmed_scopes=CONFIRMED_SCOPES).token
     db.session.commit()
     answer = requests.post(f"{gunicorn}/api/v1/open/records", json={"data": {"note": "marker-51c2"}},
                            headers={"Authorization": f"Bearer {token}",

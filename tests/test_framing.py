@@ -6,7 +6,7 @@ import pytest
 
 from core.db import db
 from desk.channels import create_channel
-from openapi.apps import SCOPES, create_app
+from openapi.apps import CONFIRMED_SCOPES, SCOPES, create_app
 from tests.conftest import login
 
 BROKEN = {
@@ -35,7 +35,8 @@ def _post_chunked(base: str, path: str, body: bytes, headers: dict) -> tuple[int
 def endpoints(gunicorn, tenant, admin, client):
     """(path, headers, expected code) of each API, authenticated where it must be."""
     channel, _ = create_channel(tenant.id, "Chat")
-    token = create_app(tenant.id, admin.user_id, "Partner", list(SCOPES), None).token
+    token = create_app(tenant.id, admin.user_id, "Partner", list(SCOPES), None, processing_confirmed=True,
+                       confirmed_scopes=CONFIRMED_SCOPES).token
     db.session.commit()
     login(client, admin.user.email)
     cookie = client.get_cookie("session").value

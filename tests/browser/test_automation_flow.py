@@ -99,7 +99,7 @@ def _saved_weekly_rule(tenant, admin) -> str:
     definition = copy.deepcopy(AUTOMATION_PREVIEW_EXAMPLE)
     for slot in definition["slots"]:
         slot["assignee_ref"] = str(agent.id)
-    saved = service.save_rule(tenant.id, admin.user.id, {"definition": definition})
+    saved = service.save_rule(tenant.id, admin.user.id, definition)
     db.session.commit()
     return saved["rule_id"]
 

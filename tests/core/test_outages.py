@@ -65,7 +65,8 @@ def test_the_console_api_is_extensions_unavailable_with_retry_after(app_config, 
 
 @pytest.mark.parametrize("store", ["SQLALCHEMY_DATABASE_URI", "REDIS_URL"])
 def test_the_open_api_is_open_platform_unavailable_with_retry_after(app_config, client, tenant, admin, store):
-    token = create_open_app(tenant.id, admin.user_id, "Partner", ["app.records.read"]).token
+    token = create_open_app(tenant.id, admin.user_id, "Partner", ["app.records.read"], processing_confirmed=True,
+                            confirmed_scopes=()).token
     db.session.commit()
     response = _away(app_config, client, store).get("/api/v1/open/records",
                                                     headers={"Authorization": f"Bearer {token}"})

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from core.crypto import hmac_sha256_hex
 from core.db import db
 from desk.models import Conversation, Customer, Message
-from openapi.apps import SCOPES, create_app
+from openapi.apps import CONFIRMED_SCOPES, SCOPES, create_app
 from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioRecord
 from tests.conftest import CSRF_RE, PASSWORD
@@ -82,7 +82,9 @@ def _live_studio_app(base: str, browser: requests.Session) -> str:
 def test_inbound_messages_hold_under_mixed_load_with_open_api_and_studio_writes(
         gunicorn, channel, tenant, admin):
     signer = channel[0].id, channel[1]  # read here: the threads below have no app context
-    tokens = [create_app(tenant.id, admin.user_id, f"Partner {n}", list(SCOPES), None).token for n in range(3)]
+    tokens = [create_app(tenant.id, admin.user_id, f"Partner {n}", list(SCOPES), None, processing_confirmed=True,
+                         confirmed_scopes=CONFIRMED_SCOPES).token
+              for n in range(3)]
     db.session.commit()
     browser = _console(gunicorn, admin.user.email)
     studio_apps = [_live_studio_app(gunicorn, browser) for _ in range(2)]

@@ -25,7 +25,8 @@ MARKER = f"mk{uuid.uuid4().hex}"
 
 def test_the_worker_logs_neutral_descriptions_and_no_payload(app, app_config, tenant, admin, receiver,
                                                              tmp_path):
-    made = create_app(tenant.id, admin.user_id, "Partner CRM", ["app.records.write"], receiver.url("localhost"))
+    made = create_app(tenant.id, admin.user_id, "Partner CRM", ["app.records.write"], receiver.url("localhost"),
+                      processing_confirmed=True, confirmed_scopes=())
     db.session.commit()
     client = app.test_client()
     receiver.answers.append((500, {}, b"", 0))  # the first delivery fails: RQ logs the failure

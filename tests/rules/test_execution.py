@@ -22,6 +22,7 @@ from tests.conftest import seat
 from tests.support.jobs import work
 from tests.support.rule_runs import (CONFIRM, age_receipt, complete_plan, executed_with_one_changed, execution_status,
                                      make_conversations)
+from tests.support.rules import error
 
 pytestmark = pytest.mark.usefixtures("single_run_switches")
 
@@ -214,6 +215,27 @@ def test_each_fact_rechecked_before_the_write_refuses_its_command(app, rules, te
     assert [(r.status, r.reason) for r in db.session.scalars(select(AssignmentReceipt))] == [("rejected", code)]
     db.session.expire_all()
     assert {c.assignee_member_id for c in db.session.scalars(select(Conversation))} == {None}
+
+
+@pytest.mark.parametrize("permission", [5, None, ["conversation.assign_plan"], "CONVERSATION.ASSIGN_PLAN"])
+def test_a_permission_other_than_the_exact_text_is_not_confirmed(rules, tenant, published, target, permission):
+    run = complete_plan(tenant, published, target, make_conversations(tenant, 1))
+    response = rules.post(f"/{run.id}/execute-plan", {"confirm": True, "permission": permission})
+    assert (response.status_code, response.get_json()["error"]["code"]) == (400, "permission_confirmation_required")
+    assert db.session.scalar(select(AssignmentReceipt.id)) is None
+
+
+def test_the_confirmation_is_checked_before_the_switches_and_the_run(app, rules, monkeypatch):
+    unconfirmed = {"confirm": False, "permission": "conversation.assign_plan"}
+    assert error(rules.post(f"/{uuid.uuid4()}/execute-plan", {"confirm": True})) == \
+        (400, "required_field_missing", "permission")
+    assert error(rules.post(f"/{uuid.uuid4()}/execute-plan", {**unconfirmed, "x": 1})) == (400, "invalid_json", "x")
+    assert error(rules.post(f"/{uuid.uuid4()}/execute-plan", unconfirmed)) == \
+        (400, "permission_confirmation_required", None)
+    monkeypatch.setitem(app.config, "ATOMIC_ASSIGNMENT_ENABLED", False)
+    assert error(rules.post(f"/{uuid.uuid4()}/execute-plan", unconfirmed)) == \
+        (400, "permission_confirmation_required", None)
+    assert error(rules.post(f"/{uuid.uuid4()}/execute-plan", CONFIRM)) == (503, "atomic_assignment_disabled", None)
 
 
 def test_an_unknown_run_is_404(rules):

@@ -67,6 +67,12 @@ def test_plan_body_must_be_empty_and_rule_published(rules, agent):
     assert error(rules.post(f"/{rule_id}/rule-plan", {}))[:2] == (409, "rule_not_published")
 
 
+def test_a_plan_body_is_checked_before_the_rule_and_the_switch(app, rules, monkeypatch):
+    monkeypatch.setitem(app.config, "AUTOMATION_PLANNING_ENABLED", False)
+    assert error(rules.post(f"/{uuid.uuid4()}/rule-plan", {"force": True})) == (400, "invalid_json", "force")
+    assert error(rules.post(f"/{uuid.uuid4()}/rule-plan", {}))[:2] == (404, "not_found")
+
+
 def test_a_plan_is_queued_read_only_under_the_current_grant(app, rules, agent, redis_conn):
     rule_id = published(rules, message_rule(agent), READ_ONLY + KEYWORD)
     response = rules.post(f"/{rule_id}/rule-plan", {})

@@ -422,6 +422,27 @@ def test_each_refusal_names_its_code_and_path(preview, change, expected):
     assert refusal(preview({**body(keyword_rule(), [sample("s1")]), **change})) == (400, *expected)
 
 
+def test_the_first_problem_wins_in_the_documented_order(preview, model_server):
+    invalid = keyword_rule(max_actions=101)
+    too_many = [sample(f"s{n}") for n in range(11)]
+    assert refusal(preview(body(invalid, [], capability_version="x", semantic_confirmed="yes"))) == (
+        400, "invalid_capability_version", "capability_version")
+    assert refusal(preview(body(invalid, "x", 5, semantic_confirmed="yes"))) == (
+        400, "invalid_definition", "definition.max_actions")
+    assert refusal(preview(body(semantic_rule(), "x", 5, semantic_confirmed="yes"))) == (
+        400, "invalid_json", "semantic_confirmed")
+    assert refusal(preview(body(keyword_rule(), "x", 5, semantic_confirmed=None))) == (
+        400, "invalid_json", "semantic_confirmed")
+    assert refusal(preview(body(semantic_rule(), too_many, 5))) == (400, "semantic_confirmation_required", None)
+    assert refusal(preview(body(semantic_rule(), too_many, 5, semantic_confirmed=True))) == (
+        400, "invalid_instant", "instant")
+    for instant in (5, None, ["2026-11-22T16:00:00Z"], {"at": "2026-11-22T16:00:00Z"}, True):
+        assert refusal(preview(body(keyword_rule(), "x", instant))) == (400, "invalid_instant", "instant")
+    assert refusal(preview(body(semantic_rule(), too_many, semantic_confirmed=True))) == (
+        400, "invalid_samples", "samples")
+    assert model_server.received == []
+
+
 @pytest.mark.parametrize("name", ["capability_version", "definition", "samples", "instant"])
 def test_a_missing_property_is_required_field_missing(preview, name):
     request = body(keyword_rule(), [sample("s1")])

@@ -236,6 +236,20 @@ def test_rule_versions_lists_the_20_newest_revisions_first(rules, agent, weekly)
     assert versions[0]["definition"]["name"] == "R22" and versions[0]["created_by"] is not None
 
 
+def test_a_save_names_the_first_problem_in_the_documented_order(rules, agent, weekly):
+    invalid = weekly_rule(agent, max_actions=0)
+    unavailable = message_rule(agent, assignee_ref=str(uuid.uuid4()))
+    missing = str(uuid.uuid4())
+    assert error(rules.save(invalid, rule_id="nope", expected_revision="x", extra=1)) == (400, "invalid_json", "extra")
+    assert error(rules.save(invalid, rule_id="nope", expected_revision="x")) == (400, "invalid_rule_id", None)
+    assert error(rules.save(invalid, rule_id=missing, expected_revision="x")) == (404, "not_found", None)
+    assert error(rules.save(invalid, rule_id=weekly, expected_revision="x")) == (400, "invalid_version", None)
+    assert error(rules.save(invalid, rule_id=weekly, expected_revision=7)) == (400, "invalid_definition", "max_actions")
+    assert error(rules.save(unavailable, rule_id=weekly, expected_revision=7)) == \
+        (409, "rule_member_unavailable", "definition.assignee_ref")
+    assert count(AutomationRuleRevision) == 1
+
+
 # --- another tenant's rule, roles ----------------------------------------------------------------
 
 def test_another_tenants_rule_is_not_found(rules, agent, foreign):
@@ -371,6 +385,29 @@ def test_a_null_execution_mode_publishes_read_only(rules, weekly):
     assert rules.publish(weekly, READ_ONLY, execution_mode=None).get_json()["data"]["execution_mode"] == "plan_only"
 
 
+def test_a_publication_names_the_first_problem_in_the_documented_order(app, rules, agent, weekly, monkeypatch):
+    junk = {"confirm": "yes", "execution_mode": 1}
+    assert error(rules.publish(str(uuid.uuid4()), "x", revision="1", **junk)) == (404, "not_found", None)
+    assert error(rules.publish(weekly, "x", revision="1", expected="x", **junk)) == (400, "invalid_version", None)
+    assert error(rules.publish(weekly, "x", expected="x", **junk)) == (400, "invalid_version", None)
+    assert error(rules.publish(weekly, "x", revision=5, **junk)) == (400, "permission_confirmation_required", None)
+    assert error(rules.publish(weekly, "x", revision=5, execution_mode=1)) == (404, "not_found", None)
+    for mode in (1, ["plan_only"], {"mode": "plan_only"}):
+        assert error(rules.publish(weekly, "x", execution_mode=mode)) == (400, "invalid_execution_mode", None)
+    for permissions in ("x", [1, 2], None, {"0": "conversation.read_for_plan"}):
+        assert error(rules.publish(weekly, permissions)) == (400, "permission_confirmation_required", None)
+    agent.active = False
+    db.session.commit()
+    assert error(rules.publish(weekly, [1])) == (400, "permission_confirmation_required", None)
+    assert error(rules.publish(weekly, READ_ONLY, expected=3)) == \
+        (409, "rule_member_unavailable", "definition.slots[0].assignee_ref")
+    monkeypatch.setitem(app.config, "AUTOMATION_SCHEDULE_EXECUTION_ENABLED", False)
+    assert error(rules.publish(weekly, "x", execution_mode="scheduled")) == (503, "schedule_execution_disabled", None)
+    monkeypatch.setitem(app.config, "AUTOMATION_PLANNING_ENABLED", False)
+    assert error(rules.publish(weekly, "x", revision="1", **junk)) == (503, "planning_disabled", None)
+    assert count(AutomationGrant) == 0
+
+
 # --- compare-and-swap, bindings at publish, grants ------------------------------------------------
 
 def test_first_publication_returns_the_published_rule(rules, admin, agent, weekly):
@@ -412,7 +449,8 @@ def test_an_agent_demoted_since_the_save_blocks_publishing(rules, agent):
     rule_id = rules.create(message_rule(agent))
     agent.role = "supervisor"
     db.session.commit()
-    assert error(rules.publish(rule_id, READ_ONLY + KEYWORD)) == (409, "rule_member_unavailable", "definition.assignee_ref")
+    assert error(rules.publish(rule_id, READ_ONLY + KEYWORD)) == (
+        409, "rule_member_unavailable", "definition.assignee_ref")
 
 
 def test_every_publication_gets_a_fresh_grant_and_an_old_read_only_grant_never_widens(rules, agent, weekly):
@@ -472,6 +510,10 @@ def test_the_pause_body_must_be_empty(rules, weekly):
     rules.publish(weekly, READ_ONLY)
     assert error(rules.pause(weekly, {"confirm": True})) == (400, "invalid_json", "confirm")
     assert rules.rule(weekly)["state"] == "published"
+
+
+def test_a_pause_body_is_checked_before_the_rule(rules):
+    assert error(rules.pause(str(uuid.uuid4()), {"confirm": True})) == (400, "invalid_json", "confirm")
 
 
 def test_republishing_after_a_pause_creates_a_fresh_grant(rules, agent, weekly):

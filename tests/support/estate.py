@@ -19,7 +19,7 @@ from desk.outbound import set_endpoint
 from desk.quick_replies import add_reply
 from desk.sessions import IMPERSONATION
 from desk.tenancy import add_member
-from openapi.apps import SCOPES, create_app as create_open_app
+from openapi.apps import CONFIRMED_SCOPES, SCOPES, create_app as create_open_app
 from rules.execution import command_key
 from studio.apps import get_app
 from studio.catalog import PUBLISH_PERMISSIONS
@@ -94,7 +94,8 @@ def build_estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns)
     doc = create_document(tenant.id, admin.user_id, title, "Check the receipt.")
     publish(doc, admin.user_id, 1)
     save_version(doc, admin.user_id, 1, title, "Check the receipt twice.")
-    opened = create_open_app(tenant.id, admin.user_id, long("Partner CRM", 80), list(SCOPES), None)
+    opened = create_open_app(tenant.id, admin.user_id, long("Partner CRM", 80), list(SCOPES), None,
+                             processing_confirmed=True, confirmed_scopes=CONFIRMED_SCOPES)
     db.session.commit()
 
     browser = app.test_client()
