@@ -223,11 +223,11 @@ def _message_rule_tenant() -> tuple[uuid.UUID, uuid.UUID, str, str]:
                   "trigger": message_events.TRIGGER, "slots": [], "assignee_ref": str(agent.id),
                   "keywords": ["refund"], "statuses": ["open", "pending"], "overwrite_assigned": False,
                   "max_actions": 10}
-    saved = service.save_rule(tenant.id, admin.user_id, {"definition": definition})
-    service.publish(tenant.id, admin.user_id, uuid.UUID(saved["rule_id"]), {
-        "revision": saved["revision"], "expected_active_revision": None, "confirm": True,
-        "execution_mode": message_events.MODE,
-        "permissions": service.required_permissions(saved["definition"], message_events.MODE)})
+    saved = service.save_rule(tenant.id, admin.user_id, definition)
+    service.publish(tenant.id, admin.user_id, uuid.UUID(saved["rule_id"]), service.Publication(
+        revision=saved["revision"], expected_active_revision=None, confirmed=True,
+        execution_mode=message_events.MODE,
+        permissions=service.required_permissions(saved["definition"], message_events.MODE)))
     db.session.commit()
     return tenant.id, agent.id, f"/api/channels/{channel.id}/messages", secret
 

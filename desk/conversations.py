@@ -123,13 +123,19 @@ RECEIPTS = CreateOnce(AssignmentReceipt, ("command_key", "conversation_id"))
 
 
 def snapshot(conversation) -> dict:
-    """The atomic snapshot of a conversation (a Conversation row or a Row with its columns): what
-    the adapter compares before it writes, JSON-storable; `updated_at` to the microsecond, UTC."""
-    assignee = conversation.assignee_member_id
-    return {"tenant_id": str(conversation.tenant_id), "conversation_id": str(conversation.id),
-            "assignee_member_id": None if assignee is None else str(assignee),
-            "bot_active": bool(conversation.bot_active), "status": conversation.status,
-            "updated_at": iso(conversation.updated_at)}
+    """The atomic snapshot of a conversation, a Conversation or a Row of its columns (`snapshot_of`)."""
+    return snapshot_of(tenant_id=conversation.tenant_id, conversation_id=conversation.id,
+                       assignee_member_id=conversation.assignee_member_id, bot_active=conversation.bot_active,
+                       status=conversation.status, updated_at=conversation.updated_at)
+
+
+def snapshot_of(*, tenant_id: uuid.UUID, conversation_id: uuid.UUID, assignee_member_id: uuid.UUID | None,
+                bot_active: bool, status: str, updated_at: datetime) -> dict:
+    """What the adapter compares before it writes, JSON-storable; `updated_at` to the microsecond,
+    UTC."""
+    return {"tenant_id": str(tenant_id), "conversation_id": str(conversation_id),
+            "assignee_member_id": None if assignee_member_id is None else str(assignee_member_id),
+            "bot_active": bool(bot_active), "status": status, "updated_at": iso(updated_at)}
 
 
 def queue_commands(tenant_id: uuid.UUID, command_key: str,
@@ -270,6 +276,34 @@ def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.
         return _read_command(tenant_id, command_key, conversation_id).status
     session.commit()
     return outcome
+
+
+def apply_now(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID, target: uuid.UUID,
+              seen: dict) -> str:
+    """Apply one command at once, inside the caller's transaction; its outcome.
+
+    For a caller that decided on one conversation it has just read in the tenant (`seen`, its
+    snapshot) and rechecked `target`: the same compare-and-swap as `apply_command`, then the
+    command's receipt created final under `command_key` (`RECEIPTS`, once): `applied`, or
+    `state_changed` / `command_conflict` with nothing overwritten. No `pending` receipt is ever
+    committed, so none is left for a sweep. The caller writes its own rows in the same transaction
+    and commits: the reassignment, its receipt and those rows commit together or not at all.
+    A receipt already under the key (a repeat of the same command) keeps its outcome, returned.
+    503 atomic_assignment_disabled when the switch is off.
+    """
+    if not current_app.config["ATOMIC_ASSIGNMENT_ENABLED"]:
+        raise ApiError("atomic_assignment_disabled", 503)
+    if seen["tenant_id"] != str(tenant_id) or seen["conversation_id"] != str(conversation_id):
+        raise ValueError("the snapshot is of another conversation")
+    execute = db.session.connection().execute
+    assigned = _assign_if_unchanged(tenant_id, conversation_id, target, seen, execute)
+    outcome = "applied" if assigned else _why_changed(tenant_id, command_key, conversation_id, seen, execute)
+    now = utcnow()
+    row, _ = RECEIPTS.insert({
+        "id": uuid.uuid4(), "tenant_id": tenant_id, "command_key": command_key,
+        "conversation_id": conversation_id, "target_member_id": target, "snapshot": seen,
+        "status": outcome, "reason": None, "created_at": now, "updated_at": now})
+    return row.status
 
 
 def mark_sending(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID) -> bool:

@@ -7,11 +7,11 @@ queue. Skips, limits and outcomes: docs/decisions.md, "Message-triggered assignm
 """
 import logging
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
-from types import SimpleNamespace
 
 from flask import current_app
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, update
 
 from core.api import ApiError
 from core.clock import utcnow
@@ -48,13 +48,13 @@ def on_message_received(tenant_id: str, conversation_id: str, message_id: str) -
                                                    uuid.UUID(message_id))
     except (TypeError, ValueError):
         return _skip("invalid_ids", message_id)
-    seen, reason = _read(tenant, conversation_uuid, message_uuid)
+    facts, reason = _read(tenant, conversation_uuid, message_uuid)
     if reason:
         return _skip(reason, message_id)
     assigned = 0
-    for rule in _rules(tenant):
-        assigned += _run_rule(tenant, rule.rule_id, rule.grant_id, rule.revision, rule.definition, seen) == "applied"
-    db.session.commit()
+    for granted_rule in _rules(tenant):
+        assigned += _run_rule(tenant, granted_rule, facts) == "applied"
+    db.session.rollback()  # only read, when no rule ran
     return assigned
 
 
@@ -67,41 +67,6 @@ def _skip(reason: str, message_id: str) -> int:
 
 # --- the event ----------------------------------------------------------------------------------
 
-def _read(tenant_id: uuid.UUID, conversation_id: uuid.UUID, message_id: uuid.UUID) -> tuple[dict | None, str | None]:
-    """What the rules need of the message and its conversation, or why the event is skipped: one
-    statement reads the message (its first 4,000 characters), its conversation, whether its channel
-    is live and whether a later public inbound message exists, all inside the tenant."""
-    live = select(Channel.id).where(Channel.id == Message.channel_id, Channel.tenant_id == tenant_id,
-                                    Channel.active.is_(True)).exists()
-    row = db.session.execute(select(
-        Message.id, Message.direction, Message.kind, Message.channel_id, Message.created_at,
-        func.substr(Message.text, 1, LIMITS["keyword_text_chars"]).label("text"),
-        _superseded().label("superseded"), live.label("channel_live"),
-        Conversation.id.label("conversation_id"), Conversation.tenant_id, Conversation.channel_id.label("bound_to"),
-        Conversation.status, Conversation.assignee_member_id, Conversation.bot_active, Conversation.updated_at)
-        .join(Conversation, (Conversation.id == Message.conversation_id) & (Conversation.tenant_id == tenant_id))
-        .where(Message.id == message_id, Message.tenant_id == tenant_id,
-               Message.conversation_id == conversation_id)).first()
-    if row is None:
-        return None, "message_missing"
-    if row.direction != "inbound" or row.kind != "public":
-        return None, "not_public_inbound"
-    if utcnow() - row.created_at > MAX_AGE:
-        return None, "stale"
-    if row.superseded:
-        return None, "superseded"
-    if row.channel_id is None or row.bound_to != row.channel_id or not row.channel_live:
-        return None, "channel_changed"
-    conversation = SimpleNamespace(id=row.conversation_id, tenant_id=row.tenant_id, status=row.status,
-                                   assignee_member_id=row.assignee_member_id, bot_active=row.bot_active,
-                                   updated_at=row.updated_at)
-    assignee = row.assignee_member_id
-    return {"conversation_id": row.conversation_id, "message_id": row.id,
-            "snapshot": conversations.snapshot(conversation),
-            "sample": {"id": str(row.conversation_id), "status": row.status, "text": row.text,
-                       "assignee_ref": None if assignee is None else str(assignee)}}, None
-
-
 def _superseded():
     """EXISTS a later public inbound message in the conversation of `Message` (same tenant)."""
     newer = Message.__table__.alias("newer")
@@ -112,70 +77,103 @@ def _superseded():
             and_(newer.c.created_at == Message.created_at, newer.c.id > Message.id))).exists()
 
 
+def _in_flight(tenant_id):
+    """The tenant's message-event runs committed `queued` or `running` (a count)."""
+    return select(func.count()).select_from(AutomationRun).where(
+        AutomationRun.tenant_id == tenant_id, AutomationRun.kind == MODE,
+        AutomationRun.status.in_(("queued", "running"))).scalar_subquery()
+
+
+# The subscriber's two reads, built once (the hot path of every inbound message: building them per
+# call cost more than running them). The message (its first 4,000 characters), its conversation,
+# whether its channel is live and whether a later public inbound message exists, all inside the
+# tenant; then the tenant's rules granted `message_event` with its message-event runs in flight.
+_MESSAGE_FACTS = select(
+    Message.id, Message.direction, Message.kind, Message.channel_id, Message.created_at,
+    func.substr(Message.text, 1, LIMITS["keyword_text_chars"]).label("text"),
+    _superseded().label("superseded"),
+    select(Channel.id).where(Channel.id == Message.channel_id, Channel.tenant_id == bindparam("p_tenant"),
+                             Channel.active.is_(True)).exists().label("channel_live"),
+    Conversation.id.label("conversation_id"), Conversation.tenant_id, Conversation.channel_id.label("bound_to"),
+    Conversation.status, Conversation.assignee_member_id, Conversation.bot_active, Conversation.updated_at,
+).join(Conversation, (Conversation.id == Message.conversation_id) & (Conversation.tenant_id == bindparam("p_tenant"))
+       ).where(Message.id == bindparam("p_message"), Message.tenant_id == bindparam("p_tenant"),
+               Message.conversation_id == bindparam("p_conversation"))
+_GRANTED_RULES = granted(MODE).add_columns(_in_flight(bindparam("p_tenant")).label("in_flight")).where(
+    AutomationRule.tenant_id == bindparam("p_tenant")).order_by(AutomationRule.created_at, AutomationRule.id)
+
+
+def _read(tenant_id: uuid.UUID, conversation_id: uuid.UUID, message_id: uuid.UUID) -> tuple[dict | None, str | None]:
+    """What the rules need of the message and its conversation (`_MESSAGE_FACTS`, one statement),
+    or why the event is skipped."""
+    row = db.session.connection().execute(_MESSAGE_FACTS, {
+        "p_tenant": tenant_id, "p_conversation": conversation_id, "p_message": message_id}).first()
+    if row is None:
+        return None, "message_missing"
+    if row.direction != "inbound" or row.kind != "public":
+        return None, "not_public_inbound"
+    if utcnow() - row.created_at > MAX_AGE:
+        return None, "stale"
+    if row.superseded:
+        return None, "superseded"
+    if row.channel_id is None or row.bound_to != row.channel_id or not row.channel_live:
+        return None, "channel_changed"
+    assignee = row.assignee_member_id
+    return {"conversation_id": row.conversation_id, "message_id": row.id,
+            "snapshot": conversations.snapshot_of(
+                tenant_id=row.tenant_id, conversation_id=row.conversation_id, assignee_member_id=assignee,
+                bot_active=row.bot_active, status=row.status, updated_at=row.updated_at),
+            "sample": {"id": str(row.conversation_id), "status": row.status, "text": row.text,
+                       "assignee_ref": None if assignee is None else str(assignee)}}, None
+
+
 def _rules(tenant_id: uuid.UUID) -> list:
-    """The tenant's published rules granted `message_event` (`rules.lookup.granted`), oldest first."""
-    return db.session.execute(granted(MODE).where(AutomationRule.tenant_id == tenant_id)
-                              .order_by(AutomationRule.created_at, AutomationRule.id)).all()
+    """The tenant's published rules granted `message_event` (`rules.lookup.granted`), oldest first,
+    each with `in_flight`, the tenant's message-event runs in flight now (`_GRANTED_RULES`)."""
+    return db.session.connection().execute(_GRANTED_RULES, {"p_tenant": tenant_id}).all()
 
 
 # --- one rule -----------------------------------------------------------------------------------
 
-def _run_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID, revision: int, definition: dict,
-              seen: dict) -> str | None:
-    """One rule on the message: its run, its item and, when planned, the command's outcome."""
-    if definition["trigger"] != TRIGGER:
+def _run_rule(tenant_id: uuid.UUID, granted_rule, facts: dict) -> str | None:
+    """One rule on the message: its run, its item and, when planned, the command's outcome.
+
+    A keyword rule is decided without waiting on anything, so its whole run (run row, item,
+    recheck, compare-and-swap, receipt, audit) is one transaction: nothing of it is ever seen
+    half done, and a twin delivery waits on the run's unique key, then finds it and does nothing.
+    A semantic rule commits its run `running` first, so nothing is held while the model answers."""
+    if granted_rule.definition["trigger"] != TRIGGER:
         return None
+    rule = normalised(granted_rule.definition)
+    if "semantic" in rule:
+        return _run_semantic(tenant_id, granted_rule, rule, facts)
+    run = _Run(uuid.uuid4(), _run_columns(tenant_id, granted_rule, facts))
+    if granted_rule.in_flight >= TENANT_LIMIT:  # this run is not in flight: it is written ended
+        return _limited(granted_rule, facts, run)
+    return _settle(tenant_id, granted_rule, facts, _decision(tenant_id, run.id, rule, facts), run)
+
+
+def _run_semantic(tenant_id: uuid.UUID, granted_rule, rule: dict, facts: dict) -> str | None:
+    """A semantic rule: the run committed `running` (counted against the tenant's limit, this one
+    included), the model asked with nothing held, then the rest in one transaction."""
     now = utcnow()
     row = insert_unless_present(AutomationRun, ("rule_id", "message_id"), {
-        "id": uuid.uuid4(), "tenant_id": tenant_id, "rule_id": rule_id, "revision": revision,
-        "grant_id": grant_id, "kind": MODE, "mode": MODE, "executed": False, "status": "running",
-        "message_id": seen["message_id"], "scanned": 0, "planned_count": 0, "created_at": now,
-        "started_at": now})
+        **_run_columns(tenant_id, granted_rule, facts), "id": uuid.uuid4(), "status": "running", "scanned": 0,
+        "planned_count": 0, "created_at": now, "started_at": now})
     if row is None:
-        db.session.commit()
-        return _resume(tenant_id, rule_id, seen)
-    run_id = row.id
+        db.session.rollback()
+        return None  # a redelivered event: the run is there
     db.session.commit()
-    if _in_flight(tenant_id) > TENANT_LIMIT:
-        _end(run_id, "cancelled", state="skipped", code=LIMIT_CODE)
-        log.info("message_received %s rule %s skipped: %s", seen["message_id"], rule_id, LIMIT_CODE)
-        return None
-    rule = normalised(definition)
-    decision = _decision(tenant_id, run_id, rule, seen)
-    run = SimpleNamespace(tenant_id=tenant_id, rule_id=rule_id, grant_id=grant_id, kind=MODE, approved_by=None)
-    refusal = execution.recheck(run, uuid.UUID(decision.assignee_ref)) if decision.planned else None
-    db.session.add(AutomationRunItem(
-        tenant_id=tenant_id, run_id=run_id, conversation_id=seen["conversation_id"], planned=decision.planned,
-        target_member_id=uuid.UUID(decision.assignee_ref) if decision.assignee_ref else None,
-        reason=decision.reason, detail=decision.detail or None,
-        snapshot=seen["snapshot"] if decision.planned else None))
-    if not decision.planned:
-        _end(run_id, "complete")
-        return None
-    if refusal:
-        _end(run_id, "complete", planned=1, state="skipped", code=refusal)
-        log.info("message_received %s rule %s skipped: %s", seen["message_id"], rule_id, refusal)
-        return None
-    key = execution.command_key(run_id)
-    conversations.queue_commands(tenant_id, key, [
-        (seen["conversation_id"], uuid.UUID(decision.assignee_ref), seen["snapshot"])])
-    _end(run_id, "complete", planned=1, state="queued", executed=True)
-    outcome = conversations.apply_command(tenant_id, key, seen["conversation_id"])
-    execution.finish_if_final(tenant_id, run_id)  # after the assignment's commit: its summary
-    return outcome
+    run = _Run(row.id)
+    if db.session.scalar(select(_in_flight(tenant_id))) > TENANT_LIMIT:
+        return _limited(granted_rule, facts, run)
+    return _settle(tenant_id, granted_rule, facts, _decision(tenant_id, run.id, rule, facts), run)
 
 
-def _in_flight(tenant_id: uuid.UUID) -> int:
-    """The tenant's message-event runs queued or running (this one included)."""
-    return db.session.scalar(select(func.count()).select_from(AutomationRun).where(
-        AutomationRun.tenant_id == tenant_id, AutomationRun.kind == MODE,
-        AutomationRun.status.in_(("queued", "running"))))
-
-
-def _decision(tenant_id: uuid.UUID, run_id: uuid.UUID, rule: dict, seen: dict) -> Decision:
+def _decision(tenant_id: uuid.UUID, run_id: uuid.UUID, rule: dict, facts: dict) -> Decision:
     """The preview's decision on this one conversation; a semantic rule asks the model once with
     nothing held open, and its answered tokens are metered (committed) whatever follows."""
-    sample = dict(seen["sample"])
+    sample = dict(facts["sample"])
     if "semantic" not in rule:
         return decide(rule, sample, None, Usage())
     end_reads()  # the run is committed; nothing is held while the model answers
@@ -189,30 +187,78 @@ def _decision(tenant_id: uuid.UUID, run_id: uuid.UUID, rule: dict, seen: dict) -
     return decision
 
 
-def _end(run_id: uuid.UUID, status: str, planned: int = 0, state: str | None = None,
-         code: str | None = None, executed: bool = False) -> None:
-    """Finish the running run (with its item, added before) and commit."""
-    ended = db.session.execute(update(AutomationRun).where(AutomationRun.id == run_id,
-                                                           AutomationRun.status == "running")
-                               .values(status=status, scanned=1, planned_count=planned, executed=executed,
-                                       schedule_execution_state=state, schedule_execution_code=code,
-                                       finished_at=utcnow())).rowcount
+def _limited(granted_rule, facts: dict, run: "_Run") -> None:
+    """Over the tenant's limit: the run ends `cancelled`, skipped with `message_event_limit`."""
+    if not run.end("cancelled", {"scanned": 1, "schedule_execution_state": "skipped",
+                                 "schedule_execution_code": LIMIT_CODE}):
+        db.session.rollback()
+        return None
     db.session.commit()
-    if ended:
-        RULE_RUNS.labels(MODE, status).inc()
+    RULE_RUNS.labels(MODE, "cancelled").inc()
+    log.info("message_received %s rule %s skipped: %s", facts["message_id"], granted_rule.rule_id, LIMIT_CODE)
+    return None
 
 
-def _resume(tenant_id: uuid.UUID, rule_id: uuid.UUID, seen: dict) -> str | None:
-    """A redelivered event: the run exists. Only a command left open (the job stopped between its
-    commit and the adapter's) goes on, as any approved command does (`execution.execute_command`:
-    recheck, then the adapter; a `sending` one is only looked up, never resent)."""
-    run_id = db.session.scalar(select(AutomationRun.id).where(
-        AutomationRun.tenant_id == tenant_id, AutomationRun.rule_id == rule_id,
-        AutomationRun.message_id == seen["message_id"]))
-    open_command = any(r.conversation_id == seen["conversation_id"] and r.status in ("pending", "sending")
-                       for r in conversations.receipts(tenant_id, execution.command_key(run_id)))
-    db.session.rollback()  # only read
-    return execution.execute_command(run_id, seen["conversation_id"]) if open_command else None
+def _settle(tenant_id: uuid.UUID, granted_rule, facts: dict, decision: Decision, run: "_Run") -> str | None:
+    """The decision's consequences in one transaction: a planned target rechecked
+    (`rules.execution.recheck`, the one recheck of every kind: a message-event run's continuing
+    grant stands for an approver), applied at once through the desk's adapter
+    (`desk.conversations.apply_now`), the run's outcome, its item and the execution's audit
+    summary; all committed together, or nothing when the run was ended meanwhile."""
+    target = uuid.UUID(decision.assignee_ref) if decision.assignee_ref else None
+    authority = execution.Authority(tenant_id, granted_rule.rule_id, granted_rule.grant_id, MODE)
+    refusal = execution.recheck(authority, target) if decision.planned else None
+    outcome = None
+    if decision.planned and refusal is None:
+        outcome = conversations.apply_now(tenant_id, execution.command_key(run.id), facts["conversation_id"],
+                                          target, facts["snapshot"])
+    if not run.end("complete", {
+            "scanned": 1, "planned_count": int(decision.planned), "executed": outcome is not None,
+            "schedule_execution_state": "queued" if outcome else "skipped" if refusal else None,
+            "schedule_execution_code": refusal, "execution_finished_at": utcnow() if outcome else None}):
+        db.session.rollback()  # a twin wrote the run, or a sweep failed it meanwhile: that stands
+        return None
+    db.session.add(AutomationRunItem(
+        tenant_id=tenant_id, run_id=run.id, conversation_id=facts["conversation_id"], planned=decision.planned,
+        target_member_id=target, reason=decision.reason, detail=decision.detail or None,
+        snapshot=facts["snapshot"] if decision.planned else None))
+    if outcome:
+        execution.audit_executed(authority, run.id, [outcome])
+    db.session.commit()
+    RULE_RUNS.labels(MODE, "complete").inc()
+    if refusal:
+        log.info("message_received %s rule %s skipped: %s", facts["message_id"], granted_rule.rule_id, refusal)
+    return outcome
+
+
+def _run_columns(tenant_id: uuid.UUID, granted_rule, facts: dict) -> dict:
+    """The columns every message-event run of this rule and message starts with (no id)."""
+    return {"tenant_id": tenant_id, "rule_id": granted_rule.rule_id, "revision": granted_rule.revision,
+            "grant_id": granted_rule.grant_id, "kind": MODE, "mode": MODE, "executed": False,
+            "message_id": facts["message_id"]}
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A message-event run to end. `new`: the columns of a keyword rule's run, not written yet; it
+    is inserted already ended, once per (rule, message), in the transaction of its outcome (a twin
+    waits on that key, then finds the run and writes nothing). Without `new`, a semantic rule's
+    run committed `running`, ended by a conditional UPDATE, so a run the plans' sweep failed
+    meanwhile keeps that outcome."""
+
+    id: uuid.UUID
+    new: dict | None = None
+
+    def end(self, status: str, values: dict) -> bool:
+        """Write the run's end (`finished_at` now); whether this call ended it. The caller commits."""
+        now = utcnow()
+        if self.new is None:
+            return db.session.execute(update(AutomationRun).where(
+                AutomationRun.id == self.id, AutomationRun.status == "running")
+                .values(status=status, finished_at=now, **values)).rowcount == 1
+        return insert_unless_present(AutomationRun, ("rule_id", "message_id"), {
+            **self.new, **values, "id": self.id, "status": status, "created_at": now, "started_at": now,
+            "finished_at": now}) is not None
 
 
 # --- lost events --------------------------------------------------------------------------------

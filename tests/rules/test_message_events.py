@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 from rq import Queue
-from sqlalchemy import func, select, update
+from sqlalchemy import event, func, select, update
 
 from core.audit import AuditEntry
 from core.clock import utcnow
@@ -254,42 +254,68 @@ def test_the_same_event_twice_makes_one_run_and_one_receipt(app, client, rules, 
     assert len(runs()) == 1 and [r.status for r in receipts()] == ["applied"]
 
 
-def stopped_before_the_adapter(app, client, rules, tenant, agent, channel, monkeypatch) -> dict:
-    """A message whose subscriber job stopped after queueing its command, before the adapter ran
-    it (the command is left `pending`); the message's ids."""
+def stopped_before_its_commit(app, client, rules, tenant, agent, channel, monkeypatch) -> dict:
+    """A message whose subscriber stopped inside its one transaction, after the compare-and-swap
+    and the receipt, before the commit (as a killed worker's connection does, it is rolled back);
+    the message's ids."""
     publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
     data = inbound(client, channel)
 
     def stopped(*args):
         raise RuntimeError("worker stopped")
 
-    monkeypatch.setattr(message_events.conversations, "apply_command", stopped)
+    monkeypatch.setattr(message_events.execution, "audit_executed", stopped)
     with pytest.raises(RuntimeError):
         run_directly(tenant, data)
     db.session.rollback()
-    assert [r.status for r in receipts()] == ["pending"]
     monkeypatch.undo()
     for name in CONTINUOUS_SWITCHES:
         monkeypatch.setitem(app.config, name, True)
     return data
 
 
-def test_a_redelivered_event_applies_a_receipt_left_pending(app, client, rules, tenant, agent, channel,
-                                                            monkeypatch):
-    data = stopped_before_the_adapter(app, client, rules, tenant, agent, channel, monkeypatch)
+def test_a_subscriber_stopped_before_its_commit_leaves_nothing_and_the_event_runs_again(
+        app, client, rules, tenant, agent, channel, monkeypatch):
+    data = stopped_before_its_commit(app, client, rules, tenant, agent, channel, monkeypatch)
+    assert (runs(), receipts(), items(), conversation(data).assignee_member_id) == ([], [], [], None)
     assert run_directly(tenant, data) == 1
-    assert [r.status for r in receipts()] == ["applied"] and len(runs()) == 1
+    assert [r.status for r in receipts()] == ["applied"] and len(runs()) == 1 and len(items()) == 1
 
 
-def test_a_command_a_dead_worker_left_pending_is_applied_by_the_sweep(app, client, rules, tenant, agent, channel,
-                                                                       monkeypatch, redis_conn):
-    data = stopped_before_the_adapter(app, client, rules, tenant, agent, channel, monkeypatch)
-    db.session.execute(update(AssignmentReceipt).values(updated_at=utcnow() - execution.STALE_AFTER))
-    db.session.commit()
-    cron.tick()  # the sweep queues the command again; it is rechecked under the message_event grant
-    work(app, redis_conn, DEFAULT)
+def test_a_message_whose_subscriber_stopped_before_its_commit_is_assigned_after_the_sweep(
+        app, client, rules, tenant, agent, channel, monkeypatch, redis_conn):
+    data = stopped_before_its_commit(app, client, rules, tenant, agent, channel, monkeypatch)
+    Queue(EVENTS, connection=redis_conn).empty()  # its job is gone with the worker
+    _age(data, message_events.LOST_AFTER.total_seconds() + 5)
+    cron.tick()  # no run for the message: the sweep queues its event again
+    work(app, redis_conn, EVENTS)
     assert [r.status for r in receipts()] == ["applied"]
     assert conversation(data).assignee_member_id == agent.id
+
+
+def test_a_keyword_assignment_is_one_transaction_of_at_most_8_statements(app, client, rules, tenant, agent,
+                                                                        channel):
+    publish_rule(rules, message_rule(agent), MESSAGE_EVENT + KEYWORD)
+    data = inbound(client, channel)
+    counted = {"statements": 0, "commits": 0}
+
+    def statement(*args):
+        counted["statements"] += 1
+
+    def commit(*args):
+        counted["commits"] += 1
+
+    ids = (str(tenant.id), data["conversation_id"], data["message_id"])
+    db.session.remove()  # start as the job does: no connection held
+    event.listen(db.engine, "after_cursor_execute", statement)
+    event.listen(db.engine, "commit", commit)
+    try:
+        assert message_events.on_message_received(*ids) == 1
+    finally:
+        event.remove(db.engine, "after_cursor_execute", statement)
+        event.remove(db.engine, "commit", commit)
+    assert counted["commits"] == 1 and counted["statements"] <= 8, counted
+    assert [r.status for r in receipts()] == ["applied"] and conversation(data).assignee_member_id == agent.id
 
 
 def _busy_runs(tenant, rule_id: str, how_many: int) -> None:
@@ -308,7 +334,8 @@ def test_at_most_100_message_event_runs_pending_or_running_per_tenant(app, clien
     _busy_runs(tenant, rule_id, 1)
     second = inbound(client, channel, customer="c-2")
     assert run_directly(tenant, second) == 0
-    skipped = db.session.scalar(select(AutomationRun).where(AutomationRun.message_id == uuid.UUID(second["message_id"])))
+    skipped = db.session.scalar(select(AutomationRun).where(
+        AutomationRun.message_id == uuid.UUID(second["message_id"])))
     assert (skipped.status, skipped.schedule_execution_state, skipped.schedule_execution_code) == (
         "cancelled", "skipped", "message_event_limit")
     assert conversation(second).assignee_member_id is None
