@@ -102,10 +102,11 @@ def load_config(overrides: dict | None = None, environ=os.environ) -> dict:
         "PERMANENT_SESSION_LIFETIME": timedelta(hours=12),
         "SESSION_IDLE_TIMEOUT": timedelta(minutes=60),
         "SESSION_REFRESH_EACH_REQUEST": False,  # the registry slides the idle timeout, not the cookie
-        "LOGIN_FAILURE_WINDOW": timedelta(minutes=15),  # desk/auth.py counts failed logins in it
+        "LOGIN_FAILURE_WINDOW": timedelta(minutes=15),  # desk/signin.py counts failed logins in it
         # hide_parameters: a database error's message (logged with its traceback) never carries
-        # the submitted values bound to the statement.
-        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True, "hide_parameters": True},
+        # the submitted values bound to the statement. No pool pre-ping: a dead connection is
+        # found by the statement that meets it, which drops the pool (core.web retries a read).
+        "SQLALCHEMY_ENGINE_OPTIONS": {"hide_parameters": True},
         # PostgreSQL's statement_timeout for everything but jobs (each job gets its own RQ timeout)
         # and migrations (none): a request never waits on a lock longer (core.db.engine_options).
         "DB_STATEMENT_TIMEOUT_SECONDS": float(environ.get("DB_STATEMENT_TIMEOUT_SECONDS") or 15),

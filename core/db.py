@@ -1,11 +1,14 @@
 """Database base class, shared column types and the Flask-SQLAlchemy handle."""
+import re
 import uuid
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timezone
-from functools import cache
+from functools import cache, lru_cache
 
+from flask import g, has_app_context
 from flask_sqlalchemy import SQLAlchemy
+from psycopg.pq import TransactionStatus
 from sqlalchemy import JSON, DateTime, ForeignKey, MetaData, Row, TypeDecorator, Uuid, event, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
@@ -86,9 +89,11 @@ def engine_options(cfg) -> dict:
     """The engine options for the configured database: on PostgreSQL each connection is opened with
     a bounded connect wait and the web's statement_timeout (DB_STATEMENT_TIMEOUT_SECONDS), so a
     request never waits on a lock or a slow statement longer than that, and no extra round trip is
-    spent setting it."""
+    spent setting it; and in the driver's autocommit mode, so a transaction begins at the first
+    write (`watch_engine`), as on SQLite."""
     options = dict(cfg["SQLALCHEMY_ENGINE_OPTIONS"])
     if cfg["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
+        options.setdefault("isolation_level", "AUTOCOMMIT")
         options.setdefault("connect_args", {
             "connect_timeout": CONNECT_TIMEOUT_SECONDS,
             "options": f"-c statement_timeout={_milliseconds(cfg['DB_STATEMENT_TIMEOUT_SECONDS'])}"})
@@ -104,14 +109,16 @@ def watch_engine(engine: Engine, statement_timeout_seconds: float) -> None:
 
     - a statement refused with SQLSTATE 25006 counts as a disconnect, so the whole pool is dropped
       and the next checkout connects anew: a pool attached to a failed-over, read-only old primary
-      follows the new primary at once instead of failing for days (dead connections are already
-      found by pre-ping);
+      follows the new primary at once instead of failing for days (a dead connection, found by
+      the statement that meets it, drops the pool the same way);
+    - on PostgreSQL a transaction begins at the first write (`_begin_at_first_write`);
     - on PostgreSQL a connection checked out inside `statement_timeout(…)` (a job) gets that bound,
       set only when it differs from the one the connection has.
     """
     event.listen(engine, "handle_error", _read_only_is_a_disconnect)
     if engine.dialect.name != "postgresql":
         return
+    event.listen(engine, "before_cursor_execute", _begin_at_first_write)
     default_ms = _milliseconds(statement_timeout_seconds)
 
     def connected(dbapi_connection, record):
@@ -128,6 +135,37 @@ def watch_engine(engine: Engine, statement_timeout_seconds: float) -> None:
 
     event.listen(engine, "connect", connected)
     event.listen(engine, "checkout", checked_out)
+
+
+_LOCKING_READ = re.compile(r"\bFOR\s+(?:NO\s+KEY\s+)?(?:UPDATE|SHARE|KEY\s+SHARE)\b", re.IGNORECASE)
+WROTE_IN_CONTEXT = "db_wrote"  # flask.g flag: a transaction began in this request or job
+
+
+@lru_cache(maxsize=4096)
+def _reads_only(statement: str) -> bool:
+    """Whether a statement needs no transaction: a SELECT that takes no row lock. Anything else (a
+    write, a CTE, DDL, SET) begins one, the safe side."""
+    return statement.lstrip()[:6].upper() == "SELECT" and _LOCKING_READ.search(statement) is None
+
+
+def _begin_at_first_write(conn, cursor, statement, parameters, context, executemany) -> None:
+    """PostgreSQL in autocommit mode (`engine_options`): reads outside a transaction cost one round
+    trip each, and a transaction begins right before the first statement that writes or locks,
+    ended by the session's commit or rollback (psycopg sends COMMIT or ROLLBACK only inside one).
+    Under READ COMMITTED each statement sees the latest commit either way, so reads lose nothing.
+    A connection set to AUTOCOMMIT explicitly (`step_connection`) runs each statement alone."""
+    if cursor.connection.info.transaction_status != TransactionStatus.IDLE or _reads_only(statement) \
+            or context.execution_options.get("isolation_level") == "AUTOCOMMIT":
+        return
+    cursor.execute("BEGIN")
+    if has_app_context():
+        g.setdefault(WROTE_IN_CONTEXT, True)
+
+
+def wrote_in_context() -> bool:
+    """Whether a transaction began on PostgreSQL in this request or job (a request that began none
+    may be run again without doing anything twice)."""
+    return g.get(WROTE_IN_CONTEXT, False)
 
 
 def _read_only_is_a_disconnect(context) -> None:
@@ -227,8 +265,9 @@ def _ended(session):
 def step_connection():
     """A pooled connection for one step of a job that waits on an outside server between steps
     (claim, then outcome), so none is held meanwhile. On PostgreSQL each step is a single
-    statement, atomic by itself, so it runs in autocommit: one round trip, without BEGIN and
-    COMMIT; elsewhere the step is a transaction its caller commits."""
+    statement, atomic by itself, so it runs in autocommit, set explicitly so that even a write
+    begins no transaction (`_begin_at_first_write`): one round trip, without BEGIN and COMMIT;
+    elsewhere the step is a transaction its caller commits."""
     conn = db.engine.connect()
     return conn.execution_options(isolation_level="AUTOCOMMIT") if conn.dialect.name == POSTGRESQL else conn
 

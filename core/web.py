@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from core.api import ApiError, answer_unexpected, error_response, html_error, wants_json
-from core.db import db, is_store_outage
+from core.db import db, is_store_outage, wrote_in_context
 from core.metrics import UNAVAILABLE
 from core.redis import redis_url
 
@@ -36,6 +36,7 @@ SECURITY_HEADERS = {
 bp = Blueprint("core", __name__)
 log = logging.getLogger(__name__)
 OUTAGE_RETRY_SECONDS = 5  # what a 503 for a store outage tells clients to wait
+_READ_AGAIN = "db_read_again"  # flask.g flag: this request already ran again after a dead connection
 PROBE_SECONDS = 2  # the readiness probe's bound on a silent Redis
 
 
@@ -75,7 +76,7 @@ def _outage_answer(error: Exception, code: str):
     log.error("a store is out of reach (%s) on %s", type(error).__name__,
               request.url_rule.rule if request.url_rule is not None else "(no route)")
     UNAVAILABLE.labels("redis" if isinstance(error, RedisError) else "database").inc()
-    db.session.remove()  # its connection may be gone: the pool checks (pre-ping) before reuse
+    db.session.remove()  # its connection may be gone: a disconnect has dropped the pool
     g._login_user = current_app.login_manager.anonymous_user()
     headers = {"Retry-After": str(OUTAGE_RETRY_SECONDS)}
     if wants_json():
@@ -83,12 +84,33 @@ def _outage_answer(error: Exception, code: str):
     return html_error(503, code, headers)
 
 
+def _read_again(error: Exception):
+    """A GET or HEAD that met a dead database connection before any transaction began (the server
+    restarted since the connection was pooled) runs once more: SQLAlchemy has dropped the whole
+    pool, so it runs on a new connection, as pool pre-ping would have made it, without pre-ping's
+    round trip on every request. The answer, or None when the request may not run again (it may
+    have written, it ran again already, or the outage is another)."""
+    if not (isinstance(error, DBAPIError) and error.connection_invalidated) or g.get(_READ_AGAIN) \
+            or request.method not in ("GET", "HEAD") or wrote_in_context():
+        return None
+    g.setdefault(_READ_AGAIN, True)
+    db.session.remove()
+    try:
+        answer = current_app.preprocess_request()
+        return current_app.dispatch_request() if answer is None else answer
+    except Exception as again:  # answered as it would have been the first time
+        return current_app.handle_user_exception(again)
+
+
 def answer_unreachable_stores(api: Blueprint | Flask, code: str) -> None:
     """Under `api` (a blueprint, or the app for everything else), a store outage answers `503 code`
     (the spec's own code for that API) with Retry-After; any other database error is what it is, an
     unexpected 500."""
     def unavailable(error: Exception):
-        return _outage_answer(error, code) if is_store_outage(error) else answer_unexpected(error)
+        if not is_store_outage(error):
+            return answer_unexpected(error)
+        answer = _read_again(error)
+        return _outage_answer(error, code) if answer is None else answer
 
     api.register_error_handler(RedisError, unavailable)
     api.register_error_handler(DBAPIError, unavailable)

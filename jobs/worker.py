@@ -76,10 +76,16 @@ class AppWorker(RidesOutRedis, SimpleWorker):
 
     def warm_up(self) -> None:
         """Open what the first job would otherwise wait for: a database connection and the
-        outbound TLS context."""
+        outbound TLS context. A database away right now (restarting) only leaves the connection to
+        the first job: a worker started meanwhile starts all the same."""
         with self.app.app_context():
-            with db.engine.connect() as connection:
-                connection.exec_driver_sql("SELECT 1")
+            try:
+                with db.engine.connect() as connection:
+                    connection.exec_driver_sql("SELECT 1")
+            except Exception as error:
+                if not is_store_outage(error):
+                    raise
+                log.warning("the database is out of reach at start (%s): the first job connects", type(error).__name__)
             tls_context(ca_bundle())
 
     def perform_job(self, job: Job, queue: Queue, execution: Execution) -> bool:

@@ -1,21 +1,26 @@
 """PostgreSQL's own faults, on the suite's own cluster: a row lock held too long, a job cut by its
-timeout, and a database that refuses writes as a failed-over old primary does."""
+timeout, a database that refuses writes as a failed-over old primary does, and a restart met by a
+request on a pooled connection (no pre-ping: reads need no transaction, and a read runs again)."""
 import subprocess
 import threading
 
 import psycopg
 import pytest
-from sqlalchemy import text
+from psycopg.pq import TransactionStatus
+from sqlalchemy import event, text
 
 from core.config import PROJECT_ROOT
 from core.db import db
 from core.queue import enqueue
 from core.queue_names import DEFAULT
 from desk.channels import create_channel
-from desk.tenancy import create_tenant
-from tests.conftest import FLASK, build_app
+from desk.tenancy import add_member, create_tenant
+from tests.conftest import FLASK, PASSWORD, build_app, login
 from tests.faults.stores import host_env
 from tests.support.faults import inbound
+
+
+READ = "/api/extensions/capabilities"  # an authenticated read: the user and the seat, nothing else
 
 
 @pytest.fixture
@@ -24,6 +29,16 @@ def channel(faults_context):
     found, secret = create_channel(tenant.id, "Chat")
     db.session.commit()
     return found.id, secret
+
+
+@pytest.fixture
+def admin_browser(fault_app, channel):
+    """A browser logged in as an administrator of the channel's tenant."""
+    add_member(create_tenant("Faults admin").id, "admin@faults.example", PASSWORD, "admin")
+    db.session.commit()
+    browser = fault_app.test_client()
+    assert login(browser, "admin@faults.example").status_code == 302
+    return browser
 
 
 def test_a_request_waits_on_a_row_lock_no_longer_than_the_statement_timeout(fault_config, fault_stores, channel):
@@ -90,4 +105,43 @@ def test_a_pool_on_a_database_refusing_writes_is_dropped_and_follows_it_when_it_
     assert backend_pid() not in pooled  # every pooled connection was dropped: the next one is new
     postgres.read_only(False)
     assert inbound(client, *channel, "m-2").status_code == 201  # at once: no restart, no wait
+    assert db.session.scalar(text("SELECT count(*) FROM message WHERE external_id = 'm-2'")) == 1
+
+
+def test_a_read_only_request_begins_no_transaction_and_a_write_begins_one_that_commits(fault_app, admin_browser,
+                                                                                       channel):
+    after_each = []
+
+    def record(conn, cursor, *args):
+        after_each.append(cursor.connection.info.transaction_status)
+
+    event.listen(db.engine, "after_cursor_execute", record)
+    try:
+        assert admin_browser.get(READ).status_code == 200
+        read, after_each[:] = list(after_each), []
+        assert inbound(fault_app.test_client(), *channel, "m-1").status_code == 201
+    finally:
+        event.remove(db.engine, "after_cursor_execute", record)
+    assert read and set(read) == {TransactionStatus.IDLE}  # no BEGIN sent, so no ROLLBACK either
+    assert TransactionStatus.INTRANS in after_each
+    assert db.session.scalar(text("SELECT count(*) FROM message WHERE external_id = 'm-1'")) == 1
+
+
+def test_a_restart_costs_a_read_only_request_nothing_and_a_write_one_503(fault_app, fault_stores, admin_browser,
+                                                                        channel):
+    postgres, _ = fault_stores
+    client = fault_app.test_client()
+    assert admin_browser.get(READ).status_code == 200 and inbound(client, *channel, "m-1").status_code == 201
+    db.session.remove()
+    pooled = backends(postgres)
+    postgres.ctl("restart")
+    postgres.wait_ready()
+    assert admin_browser.get(READ).status_code == 200  # met a dead connection, ran again on a new one
+    assert not backends(postgres) & pooled
+    assert admin_browser.get(READ).status_code == 200
+    postgres.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'faults' "
+                 "AND pid <> pg_backend_pid()")
+    refused = inbound(client, *channel, "m-2")  # a write is never run twice: the client retries
+    assert refused.status_code == 503 and refused.headers["Retry-After"] == "5"
+    assert inbound(client, *channel, "m-2").status_code == 201
     assert db.session.scalar(text("SELECT count(*) FROM message WHERE external_id = 'm-2'")) == 1

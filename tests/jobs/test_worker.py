@@ -88,6 +88,14 @@ def run_worker(app_config) -> int:
     return process.pid
 
 
+def test_a_worker_started_while_the_database_is_away_starts_all_the_same(app, app_config):
+    env = {**process_env(app_config), "DATABASE_URL": "postgresql+psycopg://studio@127.0.0.1:1/none"}
+    finished = subprocess.run([*FLASK, "jobs", "worker", "--burst"], cwd=PROJECT_ROOT, env=env, timeout=120,
+                              capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert "the database is out of reach at start (OperationalError)" in finished.stderr
+
+
 def test_the_worker_runs_every_job_in_its_own_process_and_fails_one_past_its_timeout(app, app_config):
     first = enqueue(f"{HERE}.report_pid", queue_name=DEFAULT)
     stuck = enqueue(f"{HERE}.sleep_past_timeout", queue_name=DEFAULT, job_timeout=1)
