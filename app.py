@@ -62,7 +62,7 @@ def _wire(app: Flask) -> None:
     `jobs.wiring`; the studio generator also drafts the rules' preview kind; the workbench's thread
     explains automated reassignments by the rules' own account of them; its side panel shows the
     studio's workbench tools."""
-    from desk.auth import saved_locale
+    from desk.auth_views import saved_locale
     from desk.events import SUBSCRIBERS
     from desk.panels import PANELS
     from desk.timeline import EXPLAINER
@@ -85,7 +85,7 @@ def _wire(app: Flask) -> None:
 
 def _init_login(app: Flask) -> None:
     """Flask-Login: sessions by cookie, unauthenticated pages go to /login."""
-    from desk.auth import load_user
+    from desk.auth_views import load_user
 
     manager = LoginManager(app)
     manager.login_view = "desk.login"
@@ -97,12 +97,12 @@ def _register_blueprints(app: Flask) -> None:
     """Mount every package's pages and APIs (importing them also declares every table)."""
     import core.audit  # noqa: F401  the audit table has no blueprint
     import desk.api
-    import desk.auth
+    import desk.auth_views
     import desk.channel_views
     import desk.knowledge_views
     import desk.marketing_views
     import desk.quick_reply_views
-    import desk.workbench
+    import desk.workbench_views
     import openapi.api
     import openapi.views
     import rules.api
@@ -114,7 +114,7 @@ def _register_blueprints(app: Flask) -> None:
     import studio.views
     import studio.workbench_views
 
-    for module in (desk.auth, desk.api, desk.workbench, studio.api, studio.views, rules.api, rules.views,
+    for module in (desk.auth_views, desk.api, desk.workbench_views, studio.api, studio.views, rules.api, rules.views,
                    rules.run_views, openapi.api, openapi.views, studio.usage_views, desk.knowledge_views,
                    desk.quick_reply_views, desk.channel_views, studio.workbench_views, studio.action_views,
                    desk.marketing_views):

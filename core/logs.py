@@ -6,7 +6,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from gunicorn.glogging import Logger
 
-# The hand-off routes of desk/auth.py carry a signed one-time login token as their last segment.
+# The hand-off routes of desk/auth_views.py carry a signed one-time login token as their last segment.
 _HANDOFF_TOKEN = re.compile(r"(/(?:staff/impersonate|assistant/login)/)[^/?#\s\"]+")
 REDACTED = "[redacted]"
 # Atoms that hold a URL or a path with its query (besides the request line `r`: gunicorn's own

@@ -57,10 +57,10 @@ def _may_assign(actor: Member, before: uuid.UUID | None, after: uuid.UUID | None
     return (before is None and after == actor.id) or (before == actor.id and after is None)
 
 
-def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UUID, seen_assignee: uuid.UUID | None,
-                   seen_status: str, assignee=UNCHANGED, status: str | None = None) -> Conversation:
+def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UUID, expected_assignee: uuid.UUID | None,
+                   expected_status: str, assignee=UNCHANGED, status: str | None = None) -> Conversation:
     """Set the conversation's assignee (a member id or None) and/or status as `actor`, only while
-    they are still `seen_assignee` and `seen_status`; records one event per field changed.
+    they are still `expected_assignee` and `expected_status`; records one event per field changed.
 
     404 not_found for a foreign conversation; 403 reassign_forbidden when an agent would take
     another's conversation; 409 member_unavailable for an inactive or foreign assignee; 409
@@ -68,23 +68,23 @@ def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UU
     """
     conversation = get_conversation(tenant_id, conversation_id)
     values, events = {}, []
-    if assignee is not UNCHANGED and assignee != seen_assignee:
-        if not _may_assign(actor, seen_assignee, assignee):
+    if assignee is not UNCHANGED and assignee != expected_assignee:
+        if not _may_assign(actor, expected_assignee, assignee):
             raise ApiError("reassign_forbidden", 403)
         if assignee is not None:
             assignable_member(tenant_id, assignee)
         values["assignee_member_id"] = assignee
-        events.append(("assignment", seen_assignee, assignee))
-    if status is not None and status != seen_status:
+        events.append(("assignment", expected_assignee, assignee))
+    if status is not None and status != expected_status:
         if status not in CONVERSATION_STATUSES:
             raise ApiError("invalid_status", 400)
         values["status"] = status
-        events.append(("status", seen_status, status))
+        events.append(("status", expected_status, status))
     if not values:
         return conversation
     changed = db.session.execute(update(Conversation).where(
         Conversation.id == conversation.id, Conversation.tenant_id == tenant_id,
-        Conversation.status == seen_status, Conversation.assignee_member_id.is_not_distinct_from(seen_assignee))
+        Conversation.status == expected_status, Conversation.assignee_member_id.is_not_distinct_from(expected_assignee))
         .values(**values).execution_options(synchronize_session=False)).rowcount
     if changed != 1:
         raise ApiError("conversation_changed", 409)
@@ -148,8 +148,8 @@ def queue_commands(tenant_id: uuid.UUID, command_key: str,
     member_ids = {member_id for _, member_id, _ in commands}
     if len(conversation_ids) != len(commands):
         raise ValueError("one command per conversation under a key")
-    for conversation_id, _, seen in commands:
-        if seen["tenant_id"] != str(tenant_id) or seen["conversation_id"] != str(conversation_id):
+    for conversation_id, _, expected in commands:
+        if expected["tenant_id"] != str(tenant_id) or expected["conversation_id"] != str(conversation_id):
             raise ValueError("the snapshot is of another conversation")
     own_conversations = set(db.session.scalars(select(Conversation.id).where(
         Conversation.tenant_id == tenant_id, Conversation.id.in_(conversation_ids))))
@@ -159,10 +159,10 @@ def queue_commands(tenant_id: uuid.UUID, command_key: str,
         raise ApiError("not_found", 404)
     created = 0
     now = utcnow()
-    for conversation_id, member_id, seen in commands:
+    for conversation_id, member_id, expected in commands:
         row, replayed = RECEIPTS.insert({
             "id": uuid.uuid4(), "tenant_id": tenant_id, "command_key": command_key,
-            "conversation_id": conversation_id, "target_member_id": member_id, "snapshot": seen,
+            "conversation_id": conversation_id, "target_member_id": member_id, "snapshot": expected,
             "status": "pending", "reason": None, "created_at": now, "updated_at": now})
         if row.tenant_id != tenant_id:  # a key is one tenant's: another's twin is never touched
             raise ApiError("not_found", 404)
@@ -190,10 +190,10 @@ def _move_receipt(before: tuple[str, ...]) -> Update:
 # microsecond) are as snapshotted. The table's UPDATE moves `updated_at` (its `changed_time`).
 _ASSIGN_IF_UNCHANGED = update(_CONVERSATION).where(
     _CONVERSATION.c.id == bindparam("p_conversation"), _CONVERSATION.c.tenant_id == bindparam("p_tenant"),
-    _CONVERSATION.c.status == bindparam("p_seen_status"),
-    _CONVERSATION.c.assignee_member_id.is_not_distinct_from(bindparam("p_seen_assignee")),
-    _CONVERSATION.c.bot_active == bindparam("p_seen_bot_active"),
-    _CONVERSATION.c.updated_at == bindparam("p_seen_updated_at"),
+    _CONVERSATION.c.status == bindparam("p_expected_status"),
+    _CONVERSATION.c.assignee_member_id.is_not_distinct_from(bindparam("p_expected_assignee")),
+    _CONVERSATION.c.bot_active == bindparam("p_expected_bot_active"),
+    _CONVERSATION.c.updated_at == bindparam("p_expected_updated_at"),
 ).values(assignee_member_id=bindparam("p_target"))
 
 
@@ -201,10 +201,10 @@ _ASSIGN_IF_UNCHANGED = update(_CONVERSATION).where(
 _RACED_BY_ANOTHER_COMMAND = select(_RECEIPT.c.id).where(
     _RECEIPT.c.tenant_id == bindparam("p_tenant"), _RECEIPT.c.conversation_id == bindparam("p_conversation"),
     _RECEIPT.c.command_key != bindparam("p_command_key"), _RECEIPT.c.status == literal("applied"),
-    _RECEIPT.c.snapshot["updated_at"].as_string() == bindparam("p_seen_updated_at")).limit(1)
+    _RECEIPT.c.snapshot["updated_at"].as_string() == bindparam("p_expected_updated_at")).limit(1)
 
 
-def _why_changed(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID, seen: dict,
+def _why_changed(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID, expected: dict,
                  execute) -> str:
     """The outcome of a command whose conversation is no longer as snapshotted (nothing written):
     `command_conflict` when another automated command (another plan, round or message event),
@@ -212,7 +212,7 @@ def _why_changed(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.U
     `state_changed` (a person, the desk or a command planned from another state changed it)."""
     raced = execute(_RACED_BY_ANOTHER_COMMAND, {
         "p_tenant": tenant_id, "p_conversation": conversation_id, "p_command_key": command_key,
-        "p_seen_updated_at": seen["updated_at"]}).first()
+        "p_expected_updated_at": expected["updated_at"]}).first()
     return "state_changed" if raced is None else "command_conflict"
 
 
@@ -235,14 +235,14 @@ def _set_receipt(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.U
 
 
 def _assign_if_unchanged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, target: uuid.UUID,
-                         seen: dict, execute=None) -> bool:
-    """Reassign the conversation to `target` only while it is exactly as `seen` (a snapshot)."""
-    assignee = seen["assignee_member_id"]
+                         expected: dict, execute=None) -> bool:
+    """Reassign the conversation to `target` only while it is exactly as `expected` (a snapshot)."""
+    assignee = expected["assignee_member_id"]
     return (execute or db.session.execute)(_ASSIGN_IF_UNCHANGED, {
         "p_conversation": conversation_id, "p_tenant": tenant_id, "p_target": target,
-        "p_seen_status": seen["status"], "p_seen_assignee": None if assignee is None else uuid.UUID(assignee),
-        "p_seen_bot_active": bool(seen["bot_active"]),
-        "p_seen_updated_at": datetime.fromisoformat(seen["updated_at"])}).rowcount == 1
+        "p_expected_status": expected["status"], "p_expected_assignee": None if assignee is None else uuid.UUID(assignee),
+        "p_expected_bot_active": bool(expected["bot_active"]),
+        "p_expected_updated_at": datetime.fromisoformat(expected["updated_at"])}).rowcount == 1
 
 
 def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID) -> str:
@@ -279,10 +279,10 @@ def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.
 
 
 def apply_now(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID, target: uuid.UUID,
-              seen: dict) -> str:
+              expected: dict) -> str:
     """Apply one command at once, inside the caller's transaction; its outcome.
 
-    For a caller that decided on one conversation it has just read in the tenant (`seen`, its
+    For a caller that decided on one conversation it has just read in the tenant (`expected`, its
     snapshot) and rechecked `target`: the same compare-and-swap as `apply_command`, then the
     command's receipt created final under `command_key` (`RECEIPTS`, once): `applied`, or
     `state_changed` / `command_conflict` with nothing overwritten. No `pending` receipt is ever
@@ -293,15 +293,15 @@ def apply_now(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID
     """
     if not current_app.config["ATOMIC_ASSIGNMENT_ENABLED"]:
         raise ApiError("atomic_assignment_disabled", 503)
-    if seen["tenant_id"] != str(tenant_id) or seen["conversation_id"] != str(conversation_id):
+    if expected["tenant_id"] != str(tenant_id) or expected["conversation_id"] != str(conversation_id):
         raise ValueError("the snapshot is of another conversation")
     execute = db.session.connection().execute
-    assigned = _assign_if_unchanged(tenant_id, conversation_id, target, seen, execute)
-    outcome = "applied" if assigned else _why_changed(tenant_id, command_key, conversation_id, seen, execute)
+    assigned = _assign_if_unchanged(tenant_id, conversation_id, target, expected, execute)
+    outcome = "applied" if assigned else _why_changed(tenant_id, command_key, conversation_id, expected, execute)
     now = utcnow()
     row, _ = RECEIPTS.insert({
         "id": uuid.uuid4(), "tenant_id": tenant_id, "command_key": command_key,
-        "conversation_id": conversation_id, "target_member_id": target, "snapshot": seen,
+        "conversation_id": conversation_id, "target_member_id": target, "snapshot": expected,
         "status": outcome, "reason": None, "created_at": now, "updated_at": now})
     return row.status
 

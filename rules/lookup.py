@@ -20,13 +20,13 @@ def get_rule(tenant_id: uuid.UUID, rule_id: uuid.UUID) -> AutomationRule:
     return tenant_row(AutomationRule, tenant_id, rule_id)
 
 
-def get_revision(found: AutomationRule, number: int) -> AutomationRuleRevision:
+def get_revision(rule: AutomationRule, number: int) -> AutomationRuleRevision:
     """One saved revision of a rule (404 when it does not exist)."""
     row = None
     if possible_revision(number):
         row = db.session.scalar(select(AutomationRuleRevision).where(
-            AutomationRuleRevision.rule_id == found.id,
-            AutomationRuleRevision.tenant_id == found.tenant_id,
+            AutomationRuleRevision.rule_id == rule.id,
+            AutomationRuleRevision.tenant_id == rule.tenant_id,
             AutomationRuleRevision.revision == number))
     if row is None:
         raise ApiError("not_found", 404)

@@ -44,7 +44,7 @@ INCOMPLETE = "plan_incomplete"
 
 
 @dataclass
-class Seen:
+class Scanned:
     """One scanned conversation: what the plan read of it (never the text) and the decision."""
 
     conversation_id: uuid.UUID
@@ -106,14 +106,14 @@ def run_plan(run_id: uuid.UUID) -> str:
     slot = slot_in_effect(rule["slots"], run.planned_for) if rule["trigger"] == "weekly" else None
     deadline = time.monotonic() + BUDGET_SECONDS
 
-    seen, partial = _scan(tenant_id, rule, slot, deadline)
+    scanned, partial = _scan(tenant_id, rule, slot, deadline)
     end_reads()  # nothing is held while the model answers
     usage = Usage()
     if "semantic" in rule:
-        partial = _classify_all(rule, seen, slot, usage, deadline) or partial
+        partial = _classify_all(rule, scanned, slot, usage, deadline) or partial
     if usage.meter(tenant_id, "semantic_routing", f"automation_run:{run_id}"):
         db.session.commit()  # metered whatever happens next, even when the run is then cancelled
-    decisions = [entry.decision for entry in seen]
+    decisions = [entry.decision for entry in scanned]
     cap(decisions, rule["max_actions"])
     if partial and "semantic" in rule:  # an over-limit or incomplete semantic plan plans nothing
         for decision in decisions:
@@ -122,7 +122,7 @@ def run_plan(run_id: uuid.UUID) -> str:
     problem = _stop_reason(tenant_id, rule_id, grant_id)
     if problem:
         return _cancel(run_id, tenant_id, rule_id, actor_id, problem)
-    return _finish(run_id, tenant_id, rule_id, actor_id, seen, partial)
+    return _finish(run_id, tenant_id, rule_id, actor_id, scanned, partial)
 
 
 def _stop_reason(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID) -> str | None:
@@ -135,8 +135,8 @@ def _stop_reason(tenant_id: uuid.UUID, rule_id: uuid.UUID, grant_id: uuid.UUID) 
     return None
 
 
-def _scan(tenant_id: uuid.UUID, rule: dict, slot, deadline: float) -> tuple[list[Seen], bool]:
-    """Read the newest mapped conversations and decide the ones needing no model; (seen, partial)."""
+def _scan(tenant_id: uuid.UUID, rule: dict, slot, deadline: float) -> tuple[list[Scanned], bool]:
+    """Read the newest mapped conversations and decide the ones needing no model; (scanned, partial)."""
     rows = db.session.execute(select(
         Conversation.id, Conversation.tenant_id, Conversation.status, Conversation.assignee_member_id,
         Conversation.bot_active, Conversation.updated_at).where(
@@ -144,14 +144,14 @@ def _scan(tenant_id: uuid.UUID, rule: dict, slot, deadline: float) -> tuple[list
         .order_by(Conversation.last_activity_at.desc(), Conversation.id).limit(SCAN_LIMIT + 1)).all()
     partial = len(rows) > SCAN_LIMIT
     filtered = bool(rule["keywords"]) or "semantic" in rule
-    seen = []
+    scanned = []
     for row in rows[:SCAN_LIMIT]:
         if time.monotonic() > deadline:
-            return seen, True
+            return scanned, True
         assignee = None if row.assignee_member_id is None else str(row.assignee_member_id)
-        entry = Seen(row.id, {"id": str(row.id), "status": row.status, "assignee_ref": assignee, "text": ""},
+        entry = Scanned(row.id, {"id": str(row.id), "status": row.status, "assignee_ref": assignee, "text": ""},
                      snapshot(row))
-        seen.append(entry)
+        scanned.append(entry)
         exclusion = excluded(rule, entry.sample)
         if exclusion:
             entry.decision = Decision(entry.sample["id"], exclusion)
@@ -170,7 +170,7 @@ def _scan(tenant_id: uuid.UUID, rule: dict, slot, deadline: float) -> tuple[list
         if "semantic" not in rule:
             entry.decision = decide(rule, entry.sample, slot, Usage())
             entry.sample["text"] = ""  # decided: the text is dropped
-    return seen, partial
+    return scanned, partial
 
 
 def _latest_text(tenant_id: uuid.UUID, conversation_id: uuid.UUID) -> str | None:
@@ -181,10 +181,10 @@ def _latest_text(tenant_id: uuid.UUID, conversation_id: uuid.UUID) -> str | None
         .order_by(Message.created_at.desc(), Message.id.desc()).limit(1))
 
 
-def _classify_all(rule: dict, seen: list[Seen], slot, usage: Usage, deadline: float) -> bool:
+def _classify_all(rule: dict, scanned: list[Scanned], slot, usage: Usage, deadline: float) -> bool:
     """Classify the semantic candidates (at most 10, else none), no transaction open; whether the
     plan is incomplete (over the limit, out of budget or a model failure)."""
-    candidates = [entry for entry in seen if entry.decision is None]
+    candidates = [entry for entry in scanned if entry.decision is None]
     if len(candidates) > SEMANTIC_CANDIDATES:
         for entry in candidates:
             entry.decision = Decision(entry.sample["id"], OVER_LIMIT)
@@ -206,13 +206,13 @@ def _classify_all(rule: dict, seen: list[Seen], slot, usage: Usage, deadline: fl
 
 
 def _finish(run_id: uuid.UUID, tenant_id: uuid.UUID, rule_id: uuid.UUID, actor_id: uuid.UUID | None,
-            seen: list[Seen], partial: bool) -> str:
+            scanned: list[Scanned], partial: bool) -> str:
     """Write the items and the outcome, unless the run is no longer running (swept meanwhile)."""
     status = "partial" if partial else "complete"
-    planned = sum(entry.decision.planned for entry in seen)
+    planned = sum(entry.decision.planned for entry in scanned)
     done = db.session.execute(update(AutomationRun).where(
         AutomationRun.id == run_id, AutomationRun.status == "running")
-        .values(status=status, scanned=len(seen), planned_count=planned, finished_at=utcnow())).rowcount
+        .values(status=status, scanned=len(scanned), planned_count=planned, finished_at=utcnow())).rowcount
     if done != 1:
         db.session.rollback()
         return db.session.scalar(select(AutomationRun.status).where(AutomationRun.id == run_id))
@@ -220,10 +220,10 @@ def _finish(run_id: uuid.UUID, tenant_id: uuid.UUID, rule_id: uuid.UUID, actor_i
         tenant_id=tenant_id, run_id=run_id, conversation_id=entry.conversation_id,
         planned=entry.decision.planned, target_member_id=_member(entry.decision.assignee_ref),
         reason=entry.decision.reason, detail=entry.decision.detail or None,
-        snapshot=entry.snapshot if entry.decision.planned else None) for entry in seen)
+        snapshot=entry.snapshot if entry.decision.planned else None) for entry in scanned)
     audit.record(tenant_id, actor_id, "automation.plan_completed", f"automation_run:{run_id}",
                  {"run_id": str(run_id), "rule_id": str(rule_id), "status": status,
-                  "scanned": len(seen), "planned_count": planned})
+                  "scanned": len(scanned), "planned_count": planned})
     db.session.commit()
     RULE_RUNS.labels(db.session.scalar(select(AutomationRun.kind).where(AutomationRun.id == run_id)), status).inc()
     return status

@@ -124,15 +124,15 @@ def _grant_modes(rules: list[AutomationRule]) -> dict:
                                    .where(AutomationGrant.id.in_(ids))).all())
 
 
-def rule_json(found: AutomationRule, modes: dict | None = None) -> dict:
+def rule_json(rule: AutomationRule, modes: dict | None = None) -> dict:
     """A rule with its latest and live revisions and its current grant."""
-    modes = _grant_modes([found]) if modes is None else modes
-    return {"rule_id": str(found.id), "name": found.name, "trigger": found.trigger,
-            "state": found.state, "latest_revision": found.latest_revision,
-            "active_revision": found.active_revision,
-            "execution_mode": modes.get(found.grant_id),
-            "grant_id": str(found.grant_id) if found.grant_id else None,
-            "updated_at": iso(found.updated_at)}
+    modes = _grant_modes([rule]) if modes is None else modes
+    return {"rule_id": str(rule.id), "name": rule.name, "trigger": rule.trigger,
+            "state": rule.state, "latest_revision": rule.latest_revision,
+            "active_revision": rule.active_revision,
+            "execution_mode": modes.get(rule.grant_id),
+            "grant_id": str(rule.grant_id) if rule.grant_id else None,
+            "updated_at": iso(rule.updated_at)}
 
 
 def revision_json(revision: AutomationRuleRevision) -> dict:
@@ -172,13 +172,13 @@ def _new_rule(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, definition: dict
     return found
 
 
-def _next_revision(found: AutomationRule, expected: int, definition: dict) -> None:
+def _next_revision(rule: AutomationRule, expected: int, definition: dict) -> None:
     """Take the revision after `expected` with one conditional UPDATE: 409 version_conflict when
     the rule has moved on, 429 revision_limit at 100 revisions."""
     if not possible_revision(expected):
         raise ApiError("version_conflict", 409)  # no rule has a revision it cannot have
     taken = db.session.execute(update(AutomationRule).where(
-        AutomationRule.id == found.id, AutomationRule.tenant_id == found.tenant_id,
+        AutomationRule.id == rule.id, AutomationRule.tenant_id == rule.tenant_id,
         AutomationRule.latest_revision == expected,
         AutomationRule.latest_revision < LIMITS["revisions_per_rule"])
         .values(latest_revision=AutomationRule.latest_revision + 1, name=definition["name"],
@@ -186,10 +186,10 @@ def _next_revision(found: AutomationRule, expected: int, definition: dict) -> No
         .returning(AutomationRule.latest_revision)).scalar()
     if taken is None:
         latest = db.session.scalar(select(AutomationRule.latest_revision)
-                                   .where(AutomationRule.id == found.id))
+                                   .where(AutomationRule.id == rule.id))
         raise ApiError("version_conflict" if latest != expected else "revision_limit",
                        409 if latest != expected else 429)
-    db.session.refresh(found)
+    db.session.refresh(rule)
 
 
 def _bound_definition(tenant_id: uuid.UUID, raw: object) -> dict:
@@ -262,9 +262,9 @@ def _continuous_enabled(mode: str) -> None:
         raise ApiError("atomic_assignment_disabled", 503)
 
 
-def _revoke_grants(found: AutomationRule, keep: uuid.UUID | None = None) -> list[str]:
+def _revoke_grants(rule: AutomationRule, keep: uuid.UUID | None = None) -> list[str]:
     """Revoke every live grant of the rule but `keep` (all of them without it); the ids revoked."""
-    live = [AutomationGrant.rule_id == found.id, AutomationGrant.tenant_id == found.tenant_id,
+    live = [AutomationGrant.rule_id == rule.id, AutomationGrant.tenant_id == rule.tenant_id,
             AutomationGrant.revoked_at.is_(None)]
     if keep is not None:
         live.append(AutomationGrant.id != keep)
@@ -273,7 +273,7 @@ def _revoke_grants(found: AutomationRule, keep: uuid.UUID | None = None) -> list
     return sorted(str(grant_id) for grant_id in revoked)
 
 
-def _swap_live_revision(found: AutomationRule, expected: int | None, number: int,
+def _swap_live_revision(rule: AutomationRule, expected: int | None, number: int,
                         grant_id: uuid.UUID) -> None:
     """Point the rule at revision `number` and the new grant with one compare-and-swap UPDATE:
     it matches only while the live revision is `expected` and the grant is the one read."""
@@ -281,10 +281,10 @@ def _swap_live_revision(found: AutomationRule, expected: int | None, number: int
         raise ApiError("version_conflict", 409)
     live = (AutomationRule.active_revision.is_(None) if expected is None
             else AutomationRule.active_revision == expected)
-    seen = (AutomationRule.grant_id.is_(None) if found.grant_id is None
-            else AutomationRule.grant_id == found.grant_id)
+    seen = (AutomationRule.grant_id.is_(None) if rule.grant_id is None
+            else AutomationRule.grant_id == rule.grant_id)
     swapped = db.session.execute(update(AutomationRule).where(
-        AutomationRule.id == found.id, AutomationRule.tenant_id == found.tenant_id, live, seen)
+        AutomationRule.id == rule.id, AutomationRule.tenant_id == rule.tenant_id, live, seen)
         .values(state="published", active_revision=number, grant_id=grant_id, updated_at=utcnow()))
     if swapped.rowcount != 1:
         raise ApiError("version_conflict", 409)

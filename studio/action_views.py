@@ -74,10 +74,10 @@ def _app(app_id: uuid.UUID):
     return apps.get_app(current_member().tenant_id, app_id)
 
 
-def _bindings_page(found, status: int = 200, refused: dict | None = None):
+def _bindings_page(studio_app, status: int = 200, refused: dict | None = None):
     """The actions of every version with their addresses; `refused` says which form failed and why."""
-    return render_template("studio/actions.html", app=found, entries=actions.entries(found), refused=refused or {},
-                           endpoint_max=URL_MAX_CHARS), status
+    return render_template("studio/actions.html", app=studio_app, entries=actions.entries(studio_app),
+                           refused=refused or {}, endpoint_max=URL_MAX_CHARS), status
 
 
 @bp.get("/extensions/<uuid:app_id>/actions")
@@ -134,17 +134,17 @@ def revoke(app_id: uuid.UUID):
     return redirect(url_for("studio_actions.bindings", app_id=found.id))
 
 
-def _review(found, record, status: int = 200, refused: dict | None = None, only: str | None = None):
+def _review(studio_app, record, status: int = 200, refused: dict | None = None, only: str | None = None):
     """A record's review page: each action's exact payload and target, its run or its form; `only`
     an action's card alone (HTMX), when the record has that action."""
-    items = actions.preview(found, record)
-    context = {"app": found, "record": record, "refused": refused or {}, "reasons": RUN_ERRORS,
+    items = actions.preview(studio_app, record)
+    context = {"app": studio_app, "record": record, "refused": refused or {}, "reasons": RUN_ERRORS,
                "describe": message}
     card = next((item for item in items if item["action"]["key"] == only), None)
     if card is not None:
         return render_template("studio/_record_action.html", item=card, **context), status
-    return render_template("studio/record_actions.html", items=items, version=apps.get_version(found, record.version),
-                           **context), status
+    return render_template("studio/record_actions.html", items=items,
+                           version=apps.get_version(studio_app, record.version), **context), status
 
 
 @bp.get("/extensions/<uuid:app_id>/records/<uuid:record_id>/actions")

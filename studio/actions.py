@@ -100,18 +100,18 @@ class Entry:
     bound_by: str | None
 
 
-def entries(found: StudioApp) -> list[Entry]:
+def entries(studio_app: StudioApp) -> list[Entry]:
     """Every version's actions, newest version first, with the latest binding of each."""
     bindings = db.session.execute(
         select(StudioActionBinding, User.email).outerjoin(User, User.id == StudioActionBinding.bound_by)
-        .where(StudioActionBinding.app_id == found.id, StudioActionBinding.tenant_id == found.tenant_id)
+        .where(StudioActionBinding.app_id == studio_app.id, StudioActionBinding.tenant_id == studio_app.tenant_id)
         .order_by(StudioActionBinding.bound_at.desc(), StudioActionBinding.id)).all()
     latest: dict = {}
     for binding, email in bindings:
         latest.setdefault((binding.version, binding.action_key), (binding, email))
-    live = found.active_version if found.enabled else None
+    live = studio_app.active_version if studio_app.enabled else None
     return [Entry(v.version, v.version == live, action, *latest.get((v.version, action["key"]), (None, None)))
-            for v in list_versions(found) for action in v.definition.get("actions", [])]
+            for v in list_versions(studio_app) for action in v.definition.get("actions", [])]
 
 
 def _checked_endpoint(endpoint: object) -> str:
@@ -130,17 +130,17 @@ def _checked_token(token: object) -> str | None:
     return token
 
 
-def _end_current(found: StudioApp, version: int, action_key: str, actor_id: uuid.UUID) -> int:
+def _end_current(studio_app: StudioApp, version: int, action_key: str, actor_id: uuid.UUID) -> int:
     """Disable the enabled binding of a version's action; how many there were (0 or 1)."""
     return db.session.execute(update(StudioActionBinding).where(
-        StudioActionBinding.app_id == found.id, StudioActionBinding.tenant_id == found.tenant_id,
+        StudioActionBinding.app_id == studio_app.id, StudioActionBinding.tenant_id == studio_app.tenant_id,
         StudioActionBinding.version == version, StudioActionBinding.action_key == action_key,
         StudioActionBinding.enabled.is_(True)).values(enabled=False, revoked_at=utcnow(), revoked_by=actor_id)).rowcount
 
 
-def _lock(found: StudioApp) -> None:
+def _lock(studio_app: StudioApp) -> None:
     """Serialize the binding changes of one application (its row lock)."""
-    db.session.execute(select(StudioApp.id).where(StudioApp.id == found.id).with_for_update())
+    db.session.execute(select(StudioApp.id).where(StudioApp.id == studio_app.id).with_for_update())
 
 
 def require_confirmation(confirmed: bool) -> None:
@@ -152,38 +152,38 @@ def require_confirmation(confirmed: bool) -> None:
         raise ApiError("action_confirmation_required", 400)
 
 
-def bind(found: StudioApp, actor_id: uuid.UUID, version_no: int, action_key: str, endpoint: object,
+def bind(studio_app: StudioApp, actor_id: uuid.UUID, version_no: int, action_key: str, endpoint: object,
          token: object, *, confirmed: bool) -> StudioActionBinding:
     """Bind a public HTTPS address (and an optional bearer token) to a version's http action, only
     when `confirmed` (else 400 action_confirmation_required before any other check); a binding
     already there is replaced, so a new address always needs this confirmed call."""
     require_confirmation(confirmed)
-    _action(get_version(found, version_no).definition, action_key, "http")
+    _action(get_version(studio_app, version_no).definition, action_key, "http")
     secret = _checked_token(token)
     host = _checked_endpoint(endpoint)
-    _lock(found)
-    _end_current(found, version_no, action_key, actor_id)
-    binding = StudioActionBinding(tenant_id=found.tenant_id, app_id=found.id, version=version_no,
+    _lock(studio_app)
+    _end_current(studio_app, version_no, action_key, actor_id)
+    binding = StudioActionBinding(tenant_id=studio_app.tenant_id, app_id=studio_app.id, version=version_no,
                                   action_key=action_key, endpoint=endpoint, endpoint_host=host,
                                   bearer_token=encrypt(secret) if secret else None, bound_by=actor_id)
     db.session.add(binding)
     db.session.flush()
-    audit.record(found.tenant_id, actor_id, "studio.action_bound", f"studio_app:{found.id}",
+    audit.record(studio_app.tenant_id, actor_id, "studio.action_bound", f"studio_app:{studio_app.id}",
                  {"version": version_no, "action_key": action_key, "binding_id": str(binding.id),
                   "endpoint_host": host, "bearer_token_set": secret is not None})
     return binding
 
 
-def revoke(found: StudioApp, actor_id: uuid.UUID, version_no: int, action_key: str) -> StudioActionBinding:
+def revoke(studio_app: StudioApp, actor_id: uuid.UUID, version_no: int, action_key: str) -> StudioActionBinding:
     """Disable the enabled binding of a version's http action: 404 when there is none."""
-    _action(get_version(found, version_no).definition, action_key, "http")
-    _lock(found)
-    if not _end_current(found, version_no, action_key, actor_id):
+    _action(get_version(studio_app, version_no).definition, action_key, "http")
+    _lock(studio_app)
+    if not _end_current(studio_app, version_no, action_key, actor_id):
         raise ApiError("not_found", 404)
     binding = db.session.scalar(select(StudioActionBinding).where(
-        StudioActionBinding.app_id == found.id, StudioActionBinding.version == version_no,
+        StudioActionBinding.app_id == studio_app.id, StudioActionBinding.version == version_no,
         StudioActionBinding.action_key == action_key).order_by(StudioActionBinding.bound_at.desc()).limit(1))
-    audit.record(found.tenant_id, actor_id, "studio.action_revoked", f"studio_app:{found.id}",
+    audit.record(studio_app.tenant_id, actor_id, "studio.action_revoked", f"studio_app:{studio_app.id}",
                  {"version": version_no, "action_key": action_key, "binding_id": str(binding.id)})
     return binding
 
@@ -193,10 +193,10 @@ def binder_email(binding: StudioActionBinding) -> str | None:
     return db.session.scalar(select(User.email).where(User.id == binding.bound_by)) if binding.bound_by else None
 
 
-def enabled_binding(found: StudioApp, version_no: int, action_key: str) -> StudioActionBinding | None:
+def enabled_binding(studio_app: StudioApp, version_no: int, action_key: str) -> StudioActionBinding | None:
     """The enabled binding of a version's action, if any."""
     return db.session.scalar(select(StudioActionBinding).where(
-        StudioActionBinding.app_id == found.id, StudioActionBinding.tenant_id == found.tenant_id,
+        StudioActionBinding.app_id == studio_app.id, StudioActionBinding.tenant_id == studio_app.tenant_id,
         StudioActionBinding.version == version_no, StudioActionBinding.action_key == action_key,
         StudioActionBinding.enabled.is_(True)))
 
@@ -234,16 +234,16 @@ def campaign_draft(action: dict, data: dict) -> dict:
     return draft
 
 
-def preview(found: StudioApp, record: StudioRecord) -> list[dict]:
+def preview(studio_app: StudioApp, record: StudioRecord) -> list[dict]:
     """What each action of the live version would do with the record: for the review page."""
-    definition = get_version(found, record.version).definition
+    definition = get_version(studio_app, record.version).definition
     shown = []
     for action in definition.get("actions", []):
-        item = {"action": action, "run": find_run(found, record.id, action["key"]), "error": None}
+        item = {"action": action, "run": find_run(studio_app, record.id, action["key"]), "error": None}
         try:
             if action["kind"] == "http":
                 item["body"] = json.dumps(json.loads(http_body(action, record.data)), ensure_ascii=False, indent=2)
-                item["binding"] = enabled_binding(found, record.version, action["key"])
+                item["binding"] = enabled_binding(studio_app, record.version, action["key"])
             else:
                 item["draft"] = campaign_draft(action, record.data)
         except ApiError as refused:
@@ -254,21 +254,22 @@ def preview(found: StudioApp, record: StudioRecord) -> list[dict]:
 
 # --- runs ---------------------------------------------------------------------------------------
 
-def find_run(found: StudioApp, record_id: uuid.UUID, action_key: str) -> StudioActionRun | None:
+def find_run(studio_app: StudioApp, record_id: uuid.UUID, action_key: str) -> StudioActionRun | None:
     """The run of an action on a record, if it ran."""
     return db.session.scalar(select(StudioActionRun).where(
-        StudioActionRun.id == action_id(record_id, action_key), StudioActionRun.tenant_id == found.tenant_id,
-        StudioActionRun.app_id == found.id).execution_options(populate_existing=True))
+        StudioActionRun.id == action_id(record_id, action_key), StudioActionRun.tenant_id == studio_app.tenant_id,
+        StudioActionRun.app_id == studio_app.id).execution_options(populate_existing=True))
 
 
-def get_run(found: StudioApp, run_id: uuid.UUID) -> StudioActionRun:
+def get_run(studio_app: StudioApp, run_id: uuid.UUID) -> StudioActionRun:
     """One run of the application, read afresh (404 for a foreign or missing one)."""
-    return tenant_row(StudioActionRun, found.tenant_id, run_id, StudioActionRun.app_id == found.id, fresh=True)
+    return tenant_row(StudioActionRun, studio_app.tenant_id, run_id, StudioActionRun.app_id == studio_app.id,
+                      fresh=True)
 
 
-def get_record(found: StudioApp, record_id: uuid.UUID) -> StudioRecord:
+def get_record(studio_app: StudioApp, record_id: uuid.UUID) -> StudioRecord:
     """One record of the application (404 for a foreign or missing one)."""
-    return tenant_row(StudioRecord, found.tenant_id, record_id, StudioRecord.app_id == found.id)
+    return tenant_row(StudioRecord, studio_app.tenant_id, record_id, StudioRecord.app_id == studio_app.id)
 
 
 def count_attempt(tenant_id: uuid.UUID) -> None:
@@ -279,17 +280,18 @@ def count_attempt(tenant_id: uuid.UUID) -> None:
         raise ApiError("action_rate_limited", 429, headers={"Retry-After": str(window.reset_after)})
 
 
-def _run_binding(found: StudioApp, version_no: int, action_key: str, binding_id: uuid.UUID | None):
+def _run_binding(studio_app: StudioApp, version_no: int, action_key: str, binding_id: uuid.UUID | None):
     """The binding an http run names, which must be the enabled one of that version and action."""
     if binding_id is None:
         raise ApiError("required_field_missing", 400, detail="binding_id")
-    binding = tenant_row(StudioActionBinding, found.tenant_id, binding_id, StudioActionBinding.app_id == found.id)
+    binding = tenant_row(StudioActionBinding, studio_app.tenant_id, binding_id,
+                         StudioActionBinding.app_id == studio_app.id)
     if not binding.enabled or binding.version != version_no or binding.action_key != action_key:
         raise ApiError("binding_not_active", 409)
     return binding
 
 
-def request_run(found: StudioApp, actor_id: uuid.UUID, version_no: int, record_id: uuid.UUID, action_key: str,
+def request_run(studio_app: StudioApp, actor_id: uuid.UUID, version_no: int, record_id: uuid.UUID, action_key: str,
                 binding_id: uuid.UUID | None, *, confirmed: bool) -> tuple[StudioActionRun, bool, JobSpec | None]:
     """Run an action of the live version on one of its records, once, only when `confirmed` (else
     400 action_confirmation_required before any other check, a repeated request's too): (run,
@@ -298,46 +300,46 @@ def request_run(found: StudioApp, actor_id: uuid.UUID, version_no: int, record_i
     require_confirmation(confirmed)
     if not KEY_RE.fullmatch(action_key):  # no definition has such a key (nor would its action id hash)
         raise ApiError("not_found", 404)
-    record = get_record(found, record_id)
-    existing = find_run(found, record.id, action_key)
+    record = get_record(studio_app, record_id)
+    existing = find_run(studio_app, record.id, action_key)
     if existing is not None:
         return existing, True, None
-    if not found.enabled or found.active_version != version_no:
+    if not studio_app.enabled or studio_app.active_version != version_no:
         raise ApiError("extension_not_active", 409)
     if record.version != version_no:
         raise ApiError("record_not_live", 409)
-    action = _action(get_version(found, version_no).definition, action_key)
+    action = _action(get_version(studio_app, version_no).definition, action_key)
     if action["kind"] == "http":
-        binding = _run_binding(found, version_no, action_key, binding_id)
-        inserted = _insert_run(found, actor_id, record, action, http_body(action, record.data), binding.id)
+        binding = _run_binding(studio_app, version_no, action_key, binding_id)
+        inserted = _insert_run(studio_app, actor_id, record, action, http_body(action, record.data), binding.id)
         job = _job(action_id(record.id, action_key)) if inserted else None
-        return find_run(found, record.id, action_key), not inserted, job
+        return find_run(studio_app, record.id, action_key), not inserted, job
     if binding_id is not None:
         raise ApiError("invalid_binding_id", 400)
-    run, replayed = _request_campaign(found, actor_id, record, action)
+    run, replayed = _request_campaign(studio_app, actor_id, record, action)
     return run, replayed, None
 
 
-def _request_campaign(found: StudioApp, actor_id: uuid.UUID, record: StudioRecord, action: dict):
+def _request_campaign(studio_app: StudioApp, actor_id: uuid.UUID, record: StudioRecord, action: dict):
     """A campaign run: its draft made in this transaction; (run, replayed)."""
     draft = campaign_draft(action, record.data)
-    account = marketing.campaign_account(found.tenant_id)
+    account = marketing.campaign_account(studio_app.tenant_id)
     body = json.dumps(draft, ensure_ascii=False, separators=(",", ":"))
-    if not _insert_run(found, actor_id, record, action, body, None):
-        return find_run(found, record.id, action["key"]), True
+    if not _insert_run(studio_app, actor_id, record, action, body, None):
+        return find_run(studio_app, record.id, action["key"]), True
     made = marketing.create_draft(account, actor_id, draft["title"], draft["body"], draft["audience_tag"],
-                                  "studio_action", f"{found.id}:{record.id}:{action['key']}")
+                                  "studio_action", f"{studio_app.id}:{record.id}:{action['key']}")
     _conclude(action_id(record.id, action["key"]), ("queued",), "draft_created", campaign_id=made.id)
-    return find_run(found, record.id, action["key"]), False
+    return find_run(studio_app, record.id, action["key"]), False
 
 
-def _insert_run(found: StudioApp, actor_id: uuid.UUID, record: StudioRecord, action: dict, body: str,
+def _insert_run(studio_app: StudioApp, actor_id: uuid.UUID, record: StudioRecord, action: dict, body: str,
                 binding_id: uuid.UUID | None) -> bool:
     """Count the tenant's attempt and save the run, queued, unless a concurrent twin of this
     request saved it first; whether this call saved it."""
-    count_attempt(found.tenant_id)
+    count_attempt(studio_app.tenant_id)
     _, replayed = RUNS.insert({
-        "id": action_id(record.id, action["key"]), "tenant_id": found.tenant_id, "app_id": found.id,
+        "id": action_id(record.id, action["key"]), "tenant_id": studio_app.tenant_id, "app_id": studio_app.id,
         "record_id": record.id, "version": record.version, "action_key": action["key"], "kind": action["kind"],
         "binding_id": binding_id, "body": body, "status": "queued", "requested_by": actor_id})
     return not replayed

@@ -219,7 +219,7 @@ def action_operation(app_id: uuid.UUID):
     return ok(binding_json(binding, current_user.email), 201)
 
 
-def _run_action(found, body: dict):
+def _run_action(studio_app, body: dict):
     """Run an action once on a record: 200 with the outcome, 202 while the POST is pending (repeat
     the request to read it; it never runs twice)."""
     only_properties(body, ("operation", "version", "record_id", "action_key", "binding_id", "confirm"),
@@ -227,8 +227,8 @@ def _run_action(found, body: dict):
     confirmed = _confirmation(body)
     binding_id = parse_uuid(body["binding_id"], "invalid_binding_id") if "binding_id" in body else None
     run, replayed, job = actions.request_run(
-        found, current_user.id, _version_number(body["version"]), parse_uuid(body["record_id"], "invalid_record_id"),
-        _action_key(body), binding_id, confirmed=confirmed)
+        studio_app, current_user.id, _version_number(body["version"]),
+        parse_uuid(body["record_id"], "invalid_record_id"), _action_key(body), binding_id, confirmed=confirmed)
     answer = {**run_json(run), "replayed": replayed}
     commit_then_enqueue(*([job] if job else []))
     return ok(answer, 202 if answer["status"] in actions.PENDING else 200)

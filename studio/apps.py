@@ -34,29 +34,29 @@ def _possible_version(number: int) -> bool:
     return 1 <= number <= LIMITS["versions_per_app"]
 
 
-def get_version(found: StudioApp, version: int) -> StudioVersion:
+def get_version(studio_app: StudioApp, version: int) -> StudioVersion:
     """One version of an application (404 when it does not exist)."""
     if not _possible_version(version):
         raise ApiError("not_found", 404)
     row = db.session.scalar(select(StudioVersion).where(
-        StudioVersion.app_id == found.id, StudioVersion.tenant_id == found.tenant_id,
+        StudioVersion.app_id == studio_app.id, StudioVersion.tenant_id == studio_app.tenant_id,
         StudioVersion.version == version))
     if row is None:
         raise ApiError("not_found", 404)
     return row
 
 
-def live_version(found: StudioApp) -> StudioVersion:
+def live_version(studio_app: StudioApp) -> StudioVersion:
     """The version that takes submissions (409 extension_not_active when disabled or unpublished)."""
-    if not found.enabled or found.active_version is None:
+    if not studio_app.enabled or studio_app.active_version is None:
         raise ApiError("extension_not_active", 409)
-    return get_version(found, found.active_version)
+    return get_version(studio_app, studio_app.active_version)
 
 
-def list_versions(found: StudioApp) -> list[StudioVersion]:
+def list_versions(studio_app: StudioApp) -> list[StudioVersion]:
     """The application's versions, newest first (at most 100)."""
     return list(db.session.scalars(select(StudioVersion).where(
-        StudioVersion.app_id == found.id, StudioVersion.tenant_id == found.tenant_id)
+        StudioVersion.app_id == studio_app.id, StudioVersion.tenant_id == studio_app.tenant_id)
         .order_by(StudioVersion.version.desc()).limit(LIMITS["list_versions"])))
 
 
@@ -68,24 +68,24 @@ def author_emails(versions: list[StudioVersion]) -> dict:
     return dict(db.session.execute(select(User.id, User.email).where(User.id.in_(ids))).all())
 
 
-def _next_version_number(found: StudioApp) -> int:
+def _next_version_number(studio_app: StudioApp) -> int:
     """Take the next version number with one conditional UPDATE (100 per application)."""
     taken = db.session.execute(update(StudioApp).where(
-        StudioApp.id == found.id, StudioApp.latest_version < LIMITS["versions_per_app"])
+        StudioApp.id == studio_app.id, StudioApp.latest_version < LIMITS["versions_per_app"])
         .values(latest_version=StudioApp.latest_version + 1, updated_at=utcnow())
         .returning(StudioApp.latest_version))
     number = taken.scalar()
     if number is None:
         raise ApiError("version_limit", 429)
-    db.session.refresh(found)
+    db.session.refresh(studio_app)
     return number
 
 
-def _save_version(found: StudioApp, definition: dict, actor_id: uuid.UUID | None) -> StudioVersion:
+def _save_version(studio_app: StudioApp, definition: dict, actor_id: uuid.UUID | None) -> StudioVersion:
     """Store a validated definition as the application's next immutable version."""
-    number = _next_version_number(found)
-    found.name = definition["name"]
-    version = StudioVersion(tenant_id=found.tenant_id, app_id=found.id, version=number,
+    number = _next_version_number(studio_app)
+    studio_app.name = definition["name"]
+    version = StudioVersion(tenant_id=studio_app.tenant_id, app_id=studio_app.id, version=number,
                             definition=definition, definition_hash=canonical_hash(definition),
                             created_by=actor_id)
     db.session.add(version)
@@ -108,29 +108,29 @@ def create_app(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, raw_definition:
     return version
 
 
-def add_version(found: StudioApp, actor_id: uuid.UUID | None, raw_definition: object) -> StudioVersion:
+def add_version(studio_app: StudioApp, actor_id: uuid.UUID | None, raw_definition: object) -> StudioVersion:
     """Save a changed definition as a new draft version; earlier versions stay as they were."""
-    version = _save_version(found, validate_definition(raw_definition), actor_id)
-    audit.record(found.tenant_id, actor_id, "studio.version_created", f"studio_app:{found.id}",
+    version = _save_version(studio_app, validate_definition(raw_definition), actor_id)
+    audit.record(studio_app.tenant_id, actor_id, "studio.version_created", f"studio_app:{studio_app.id}",
                  {"version": version.version})
     return version
 
 
-def simulate(found: StudioApp, actor_id: uuid.UUID | None, version_no: int, raw_input: object) -> dict:
+def simulate(studio_app: StudioApp, actor_id: uuid.UUID | None, version_no: int, raw_input: object) -> dict:
     """Run the rules of a version on sample input; mark it simulated; store no record or input."""
-    version = get_version(found, version_no)
+    version = get_version(studio_app, version_no)
     result = run_rules(version.definition, raw_input)
-    result["data"] = run_code(found.tenant_id, version.definition, result["data"])
+    result["data"] = run_code(studio_app.tenant_id, version.definition, result["data"])
     version.simulated = True
-    audit.record(found.tenant_id, actor_id, "studio.simulated", f"studio_app:{found.id}",
+    audit.record(studio_app.tenant_id, actor_id, "studio.simulated", f"studio_app:{studio_app.id}",
                  {"version": version_no, "matched_rules": sum(t["matched"] for t in result["trace"])})
     return result
 
 
-def publish(found: StudioApp, actor_id: uuid.UUID | None, version_no: int,
+def publish(studio_app: StudioApp, actor_id: uuid.UUID | None, version_no: int,
             expected_active: int | None, permissions: object, code_confirmed: bool) -> StudioApp:
     """Make a simulated version live (also re-enables and rolls back), guarded by a revision check."""
-    version = get_version(found, version_no)
+    version = get_version(studio_app, version_no)
     if not version.simulated:
         raise ApiError("simulation_required", 409)
     if permissions != PUBLISH_PERMISSIONS:
@@ -141,22 +141,22 @@ def publish(found: StudioApp, actor_id: uuid.UUID | None, version_no: int,
         raise ApiError("version_conflict", 409)  # no application is live at a version it cannot have
     expected = (StudioApp.active_version.is_(None) if expected_active is None
                 else StudioApp.active_version == expected_active)
-    swapped = db.session.execute(update(StudioApp).where(StudioApp.id == found.id, expected)
+    swapped = db.session.execute(update(StudioApp).where(StudioApp.id == studio_app.id, expected)
                                  .values(enabled=True, active_version=version_no, updated_at=utcnow()))
     if swapped.rowcount != 1:
         raise ApiError("version_conflict", 409)
-    db.session.refresh(found)
-    audit.record(found.tenant_id, actor_id, "studio.published", f"studio_app:{found.id}",
+    db.session.refresh(studio_app)
+    audit.record(studio_app.tenant_id, actor_id, "studio.published", f"studio_app:{studio_app.id}",
                  {"version": version_no, "previous_version": expected_active,
                   "permissions": PUBLISH_PERMISSIONS})
-    return found
+    return studio_app
 
 
-def disable(found: StudioApp, actor_id: uuid.UUID | None) -> StudioApp:
+def disable(studio_app: StudioApp, actor_id: uuid.UUID | None) -> StudioApp:
     """Stop new submissions; the live version number and the records are kept."""
-    found.enabled = False
-    found.updated_at = utcnow()
+    studio_app.enabled = False
+    studio_app.updated_at = utcnow()
     db.session.flush()
-    audit.record(found.tenant_id, actor_id, "studio.disabled", f"studio_app:{found.id}",
-                 {"active_version": found.active_version})
-    return found
+    audit.record(studio_app.tenant_id, actor_id, "studio.disabled", f"studio_app:{studio_app.id}",
+                 {"active_version": studio_app.active_version})
+    return studio_app

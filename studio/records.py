@@ -28,28 +28,28 @@ def check_timing() -> None:
                     "a retried submission could run its script twice")
 
 
-def latest_records(found: StudioApp) -> list[StudioRecord]:
+def latest_records(studio_app: StudioApp) -> list[StudioRecord]:
     """The latest 100 records across all versions, newest first."""
     return list(db.session.scalars(select(StudioRecord).where(
-        StudioRecord.app_id == found.id, StudioRecord.tenant_id == found.tenant_id)
+        StudioRecord.app_id == studio_app.id, StudioRecord.tenant_id == studio_app.tenant_id)
         .order_by(StudioRecord.created_at.desc(), StudioRecord.id).limit(LIMITS["list_records"])))
 
 
-def submitters(found: list[StudioRecord]) -> dict:
+def submitters(records: list[StudioRecord]) -> dict:
     """For the ledger, who submitted each record and from which conversation: {record id:
     (member name, conversation id, customer name)}, in two statements at most."""
-    if not found:
+    if not records:
         return {}
-    tenant_id = found[0].tenant_id
-    user_ids = {r.created_by for r in found if r.created_by}
-    conversation_ids = {r.conversation_id for r in found if r.conversation_id}
+    tenant_id = records[0].tenant_id
+    user_ids = {r.created_by for r in records if r.created_by}
+    conversation_ids = {r.conversation_id for r in records if r.conversation_id}
     names = dict(db.session.execute(select(Member.user_id, Member.display_name).where(
         Member.tenant_id == tenant_id, Member.user_id.in_(user_ids))).all()) if user_ids else {}
     customers = dict(db.session.execute(
         select(Conversation.id, Customer.name).join(Customer, Customer.id == Conversation.customer_id)
         .where(Conversation.tenant_id == tenant_id, Conversation.id.in_(conversation_ids))).all()
     ) if conversation_ids else {}
-    return {r.id: (names.get(r.created_by), r.conversation_id, customers.get(r.conversation_id)) for r in found}
+    return {r.id: (names.get(r.created_by), r.conversation_id, customers.get(r.conversation_id)) for r in records}
 
 
 def _app_key(app_id: uuid.UUID, key: uuid.UUID) -> dict:
@@ -98,7 +98,7 @@ def _not_counted(app_id: uuid.UUID, version_no: int) -> ApiError:
     return ApiError("record_limit", 429)
 
 
-def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int, raw_input: object,
+def create_record(studio_app: StudioApp, actor_id: uuid.UUID | None, version_no: int, raw_input: object,
                   key: uuid.UUID, conversation_id: uuid.UUID | None = None,
                   live_definition: dict | None = None) -> tuple[StudioRecord, bool]:
     """Save a submission of the live version once per key; returns (record, replayed). A
@@ -108,13 +108,13 @@ def create_record(found: StudioApp, actor_id: uuid.UUID | None, version_no: int,
     Rules and a script run before anything is written; a script's wait holds no transaction.
     On `record_limit` the new row is already flushed: the caller rolls back, as after any error.
     """
-    if not found.enabled or found.active_version != version_no:
+    if not studio_app.enabled or studio_app.active_version != version_no:
         raise ApiError("extension_not_active", 409)
-    app_id, tenant_id, request_digest = found.id, found.tenant_id, digest(raw_input)
+    app_id, tenant_id, request_digest = studio_app.id, studio_app.tenant_id, digest(raw_input)
     existing = RECORDS.existing(_app_key(app_id, key), request_digest)
     if existing is not None:
         return existing, True
-    definition = live_definition if live_definition is not None else get_version(found, version_no).definition
+    definition = live_definition if live_definition is not None else get_version(studio_app, version_no).definition
     result = run_rules(definition, raw_input)
     if definition.get("code") is not None:
         twin = _run_script_once(app_id, tenant_id, key, request_digest, definition, result)

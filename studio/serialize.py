@@ -4,12 +4,12 @@ from studio.actions import Entry
 from studio.models import StudioActionBinding, StudioActionRun, StudioApp, StudioRecord, StudioVersion
 
 
-def app_json(found: StudioApp) -> dict:
+def app_json(studio_app: StudioApp) -> dict:
     """An application with its latest version number."""
-    return {"tenant_id": str(found.tenant_id), "extension_id": str(found.id), "name": found.name,
-            "enabled": found.enabled, "active_version": found.active_version,
-            "latest_version": found.latest_version, "created_at": iso(found.created_at),
-            "updated_at": iso(found.updated_at)}
+    return {"tenant_id": str(studio_app.tenant_id), "extension_id": str(studio_app.id), "name": studio_app.name,
+            "enabled": studio_app.enabled, "active_version": studio_app.active_version,
+            "latest_version": studio_app.latest_version, "created_at": iso(studio_app.created_at),
+            "updated_at": iso(studio_app.updated_at)}
 
 
 def version_json(version: StudioVersion) -> dict:

@@ -27,9 +27,9 @@ bp = Blueprint("studio", __name__)
 close_when_off(bp, "EXTENSIONS_ENABLED", "extensions_disabled")
 
 
-def _app_url(found, version: int | None = None, anchor: str | None = None) -> str:
+def _app_url(studio_app, version: int | None = None, anchor: str | None = None) -> str:
     """The app page, optionally showing one version and scrolled to a section."""
-    return url_for("studio.app_page", app_id=found.id, version=version, _anchor=anchor)
+    return url_for("studio.app_page", app_id=studio_app.id, version=version, _anchor=anchor)
 
 
 @bp.get("/extensions")
@@ -82,29 +82,30 @@ def import_template(slug: str):
     return redirect(url_for("studio.app_page", app_id=version.app_id))
 
 
-def _page_context(found, selected: int | None) -> dict:
+def _page_context(studio_app, selected: int | None) -> dict:
     """Everything the app page shows."""
-    versions = apps.list_versions(found)
+    versions = apps.list_versions(studio_app)
     current = next((v for v in versions if v.version == selected), versions[0])
-    live = [r for r in records.latest_records(found) if r.version == found.active_version]
+    live = [r for r in records.latest_records(studio_app) if r.version == studio_app.active_version]
     definitions = {v.version: v.definition for v in versions}
-    summaries = chart_summaries(found.tenant_id, found.id, definitions)
-    live_version = next((v for v in versions if v.version == found.active_version), None)
+    summaries = chart_summaries(studio_app.tenant_id, studio_app.id, definitions)
+    live_version = next((v for v in versions if v.version == studio_app.active_version), None)
     definition, script = split_script(current.definition)
-    return {"app": found, "versions": versions, "current": current, "ledger": live,
+    return {"app": studio_app, "versions": versions, "current": current, "ledger": live,
             "authors": apps.author_emails(versions),
             "live_version": live_version, "permissions": PUBLISH_PERMISSIONS,
             "figures": [chart_figure(s) for s in summaries.get(str(current.version), [])],
             "editor_text": json.dumps(definition, ensure_ascii=False, indent=2),
             "script_text": script, "script_limit": LIMITS["script_source_chars"],
-            "idempotency_key": uuid.uuid4(), "workbench_entry": workbench.entry_of(found),
+            "idempotency_key": uuid.uuid4(), "workbench_entry": workbench.entry_of(studio_app),
             "submitters": records.submitters(live),
-            "provenance": {"origin": shown_origin(found.origin or ""), "license": shown_license(found.license or "")}}
+            "provenance": {"origin": shown_origin(studio_app.origin or ""),
+                           "license": shown_license(studio_app.license or "")}}
 
 
-def _render_app(found, selected: int | None = None, status: int = 200, **extra):
+def _render_app(studio_app, selected: int | None = None, status: int = 200, **extra):
     """Render the app page (422 and friends re-render it with the problem shown)."""
-    context = {**_page_context(found, selected), **extra}
+    context = {**_page_context(studio_app, selected), **extra}
     return render_template("studio/app.html", **context), status
 
 

@@ -53,10 +53,10 @@ class RunEntry:
 
 # --- The administrator's list ---------------------------------------------------------------------
 
-def entry_of(found: StudioApp) -> StudioWorkbenchEntry | None:
+def entry_of(studio_app: StudioApp) -> StudioWorkbenchEntry | None:
     """The application's place in the tenant's workbench, if it has one."""
     return db.session.scalar(select(StudioWorkbenchEntry).where(
-        StudioWorkbenchEntry.tenant_id == found.tenant_id, StudioWorkbenchEntry.app_id == found.id))
+        StudioWorkbenchEntry.tenant_id == studio_app.tenant_id, StudioWorkbenchEntry.app_id == studio_app.id))
 
 
 def workbench_list(tenant_id: uuid.UUID) -> list[StudioApp]:
@@ -66,40 +66,40 @@ def workbench_list(tenant_id: uuid.UUID) -> list[StudioApp]:
         .where(StudioWorkbenchEntry.tenant_id == tenant_id).order_by(StudioWorkbenchEntry.position)))
 
 
-def add_to_workbench(found: StudioApp, actor_id: uuid.UUID | None) -> StudioWorkbenchEntry:
+def add_to_workbench(studio_app: StudioApp, actor_id: uuid.UUID | None) -> StudioWorkbenchEntry:
     """Put a published application with workbench settings last in the tenant's workbench.
 
     409 extension_not_active (disabled or unpublished), 409 workbench_not_configured (the live
     version has no `workbench` settings), 409 workbench_limit (10 already). Adding it twice keeps
     its place. Counted under the tenant row's lock, so two additions cannot both take the last
     place. Flushes only."""
-    if "workbench" not in live_version(found).definition:
+    if "workbench" not in live_version(studio_app).definition:
         raise ApiError("workbench_not_configured", 409)
-    db.session.execute(select(Tenant.id).where(Tenant.id == found.tenant_id).with_for_update())
-    present = entry_of(found)
+    db.session.execute(select(Tenant.id).where(Tenant.id == studio_app.tenant_id).with_for_update())
+    present = entry_of(studio_app)
     if present is not None:
         return present
     count, last = db.session.execute(select(func.count(), func.max(StudioWorkbenchEntry.position)).where(
-        StudioWorkbenchEntry.tenant_id == found.tenant_id)).one()
+        StudioWorkbenchEntry.tenant_id == studio_app.tenant_id)).one()
     if count >= MAX_APPS:
         raise ApiError("workbench_limit", 409)
-    entry = StudioWorkbenchEntry(tenant_id=found.tenant_id, app_id=found.id, position=(last or 0) + 1,
+    entry = StudioWorkbenchEntry(tenant_id=studio_app.tenant_id, app_id=studio_app.id, position=(last or 0) + 1,
                                  added_by=actor_id)
     db.session.add(entry)
     db.session.flush()
     g.pop(RUN_ENTRIES, None)
-    audit.record(found.tenant_id, actor_id, "studio.workbench_added", f"studio_app:{found.id}",
-                 {"version": found.active_version})
+    audit.record(studio_app.tenant_id, actor_id, "studio.workbench_added", f"studio_app:{studio_app.id}",
+                 {"version": studio_app.active_version})
     return entry
 
 
-def remove_from_workbench(found: StudioApp, actor_id: uuid.UUID | None) -> None:
+def remove_from_workbench(studio_app: StudioApp, actor_id: uuid.UUID | None) -> None:
     """Take the application out of the workbench (its records and grants stay). Flushes only."""
     removed = db.session.execute(delete(StudioWorkbenchEntry).where(
-        StudioWorkbenchEntry.tenant_id == found.tenant_id, StudioWorkbenchEntry.app_id == found.id))
+        StudioWorkbenchEntry.tenant_id == studio_app.tenant_id, StudioWorkbenchEntry.app_id == studio_app.id))
     g.pop(RUN_ENTRIES, None)
     if removed.rowcount:
-        audit.record(found.tenant_id, actor_id, "studio.workbench_removed", f"studio_app:{found.id}", {})
+        audit.record(studio_app.tenant_id, actor_id, "studio.workbench_removed", f"studio_app:{studio_app.id}", {})
 
 
 # --- Run entries ------------------------------------------------------------------------------------

@@ -177,11 +177,11 @@ def search():
     if conditions.empty():
         return redirect_to(url_for("workbench.index"))
     step = search_step(current_member().tenant_id, conditions, after)
-    seen = (form_integer(args.get("seen")) or 0) + step.scanned
+    searched = (form_integer(args.get("seen")) or 0) + step.scanned
     found = (form_integer(args.get("found")) or 0) + len(step.matches)
     more = url_for("workbench.search", **{name: args.get(name, "") for name in ("q", "content", "from", "to")},
-                   after=step.resume_after, seen=seen, found=found) if step.resume_after else None
-    return _search_answer({"step": step, "more_url": more, "seen": seen, "found": found,
+                   after=step.resume_after, seen=searched, found=found) if step.resume_after else None
+    return _search_answer({"step": step, "more_url": more, "searched": searched, "found": found,
                            "continued": htmx and after is not None})
 
 
@@ -312,8 +312,9 @@ def retry_delivery(message_id: uuid.UUID):
     return _delivery_answer(message_id)
 
 
-def _seen() -> tuple[uuid.UUID | None, str]:
-    """The assignee and status the person saw when they chose the change (hidden fields)."""
+def _expected_state() -> tuple[uuid.UUID | None, str]:
+    """The assignee and status the person saw when they chose the change (hidden fields): the
+    state the change expects to find."""
     assignee, status = request.form.get("seen_assignee", ""), request.form.get("seen_status", "")
     if status not in CONVERSATION_STATUSES:
         raise ApiError("invalid_form", 400)
@@ -324,8 +325,8 @@ def _change(conversation_id: uuid.UUID, **change):
     """Apply one change by hand and answer with the conversation as it now stands."""
     member = current_member()
     try:
-        seen_assignee, seen_status = _seen()
-        change_by_hand(member.tenant_id, member, conversation_id, seen_assignee, seen_status, **change)
+        expected_assignee, expected_status = _expected_state()
+        change_by_hand(member.tenant_id, member, conversation_id, expected_assignee, expected_status, **change)
     except ApiError as err:
         if err.code not in CHANGE_ERRORS:
             raise
