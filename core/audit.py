@@ -22,11 +22,13 @@ class AuditEntry(UUIDPrimaryKey, Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
 
 
+_INSERT = AuditEntry.__table__.insert()  # built once: an entry is one INSERT, no unit of work
+
+
 def record(tenant_id: uuid.UUID, actor_id: uuid.UUID | None, action: str, target: str,
-           summary: dict | None = None) -> AuditEntry:
-    """Add an audit entry to the current transaction (the caller commits)."""
-    entry = AuditEntry(tenant_id=tenant_id, actor_id=actor_id, action=action, target=target,
-                       summary=summary or {})
-    db.session.add(entry)
+           summary: dict | None = None) -> None:
+    """Add an audit entry to the current transaction (the caller commits): the session's pending
+    changes are flushed first, since the entry may name them, then one INSERT."""
     db.session.flush()
-    return entry
+    db.session.execute(_INSERT, {"tenant_id": tenant_id, "actor_id": actor_id, "action": action, "target": target,
+                                 "summary": summary or {}})

@@ -101,6 +101,7 @@ _MESSAGE_FACTS = select(
                Message.conversation_id == bindparam("p_conversation"))
 _GRANTED_RULES = granted(MODE).add_columns(_in_flight(bindparam("p_tenant")).label("in_flight")).where(
     AutomationRule.tenant_id == bindparam("p_tenant")).order_by(AutomationRule.created_at, AutomationRule.id)
+_INSERT_ITEM = AutomationRunItem.__table__.insert()
 
 
 def _read(tenant_id: uuid.UUID, conversation_id: uuid.UUID, message_id: uuid.UUID) -> tuple[dict | None, str | None]:
@@ -218,10 +219,10 @@ def _settle(tenant_id: uuid.UUID, granted_rule, facts: dict, decision: Decision,
             "schedule_execution_code": refusal, "execution_finished_at": utcnow() if outcome else None}):
         db.session.rollback()  # a twin wrote the run, or a sweep failed it meanwhile: that stands
         return None
-    db.session.add(AutomationRunItem(
-        tenant_id=tenant_id, run_id=run.id, conversation_id=facts["conversation_id"], planned=decision.planned,
-        target_member_id=target, reason=decision.reason, detail=decision.detail or None,
-        snapshot=facts["snapshot"] if decision.planned else None))
+    db.session.execute(_INSERT_ITEM, {
+        "tenant_id": tenant_id, "run_id": run.id, "conversation_id": facts["conversation_id"],
+        "planned": decision.planned, "target_member_id": target, "reason": decision.reason,
+        "detail": decision.detail or None, "snapshot": facts["snapshot"] if decision.planned else None})
     if outcome:
         execution.audit_executed(authority, run.id, [outcome])
     db.session.commit()
