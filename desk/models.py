@@ -27,12 +27,19 @@ RECEIPT_STATES = ("pending", "sending", "applied", "state_changed", "rejected", 
                   "cancelled")
 ACCOUNT_KINDS = ("independent", "shared")
 EVENT_KINDS = ("assignment", "status")  # what a person changed by hand in a conversation
+PRESENCES = ("online", "away", "offline")  # a member's saved availability choice (issue 35)
+CAPACITY_RANGE = (1, 100)  # open conversations a member may hold at once, when set
 
 
 def one_of(column: str, values: tuple[str, ...]) -> CheckConstraint:
     """A named CHECK constraint keeping a string column inside its allowed values."""
     allowed = ", ".join(f"'{v}'" for v in values)
     return CheckConstraint(f"{column} IN ({allowed})", name=f"{column}_allowed")
+
+
+def within(column: str, low: int, high: int) -> CheckConstraint:
+    """A named CHECK constraint keeping an integer column from `low` to `high` (NULL passes)."""
+    return CheckConstraint(f"{column} BETWEEN {low} AND {high}", name=f"{column}_range")
 
 
 class changed_time(FunctionElement):  # noqa: N801  a SQL function, named like one
@@ -111,7 +118,8 @@ class Member(UUIDPrimaryKey, Base):
     """A user's seat in one tenant with a role."""
 
     __tablename__ = "member"
-    __table_args__ = (UniqueConstraint("tenant_id", "user_id"), one_of("role", ROLES))
+    __table_args__ = (UniqueConstraint("tenant_id", "user_id"), one_of("role", ROLES), one_of("presence", PRESENCES),
+                      within("capacity", *CAPACITY_RANGE))
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
     user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("user.id"), index=True)
@@ -121,6 +129,14 @@ class Member(UUIDPrimaryKey, Base):
     synchronized: Mapped[bool] = mapped_column(default=True)
     workbench_style: Mapped[str | None] = mapped_column(String(40))  # a workbench tool's style key, or defaults
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Availability (issue 35): the saved choice, the workbench's last request (None: never), the
+    # member's own capacity (None: the tenant's default) and weekly shifts and leave as validated
+    # by desk/availability.py.
+    presence: Mapped[str] = mapped_column(String(10), default="online", server_default="online")
+    last_seen_at: Mapped[datetime | None]
+    capacity: Mapped[int | None]
+    shifts: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
+    leave: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
 
     tenant: Mapped[Tenant] = relationship()
     user: Mapped[User] = relationship()

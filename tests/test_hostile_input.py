@@ -283,6 +283,15 @@ def _json_bodies(estate: Estate) -> dict:
                                      "customer": {"external_id": "c-9", "name": "Wang Fang",
                                                   "phone": "13800138000", "email": "wang@example.cn"}},
         "open_api.create_record": {"data": {"title": "From the CRM", "amount": 3}},
+        "availability_api.save_policy": {"policy": {
+            "enabled": True, "default_capacity": 8, "fallback_after_minutes": 5, "no_reply_minutes": 10,
+            "offline_policy": "release_after", "release_after_minutes": 30}},
+        "availability_api.save_schedule": {"capacity": 3, "shifts": [{"weekdays": [1, 5], "start": "22:00",
+                                                                     "end": "06:00"}],
+                                           "leave": [{"from": "2026-01-30", "to": "2026-02-02"}]},
+        "availability_api.replace_calendar": {"calendar": [
+            {"date": "2026-10-01", "kind": "holiday", "name": "国庆节", "as_weekday": None},
+            {"date": "2026-10-10", "kind": "workday", "name": "国庆节调休", "as_weekday": 5}]},
         "studio_api.action_operation": [
             {"operation": "run", "version": 1, "record_id": v["record_id"], "action_key": "crm",
              "binding_id": _binding_id(), "confirm": True},

@@ -162,7 +162,7 @@ def build_estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns)
               "once": "a-used-or-unknown-once-key", "reply_id": str(reply.id), "message_id": str(sent.id),
               "token": "an-unknown-token", "filename": "app.css",
               "record_id": record_id, "action_key": "crm", "action_run_id": action_run_id, "tag": "zh-CN",
-              "admin_email": admin.user.email, "tenant_id": str(tenant.id)}
+              "admin_email": admin.user.email, "tenant_id": str(tenant.id), "member_id": str(first.id)}
     return Estate(values, browser, app.test_client(), channel_secret, opened.token, *walkers)
 
 
