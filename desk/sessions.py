@@ -1,5 +1,5 @@
 """Session kinds, the server-side session registry, the current member, and the role guards
-every console surface uses."""
+every console surface uses (the workbench's also records the member's heartbeat)."""
 import hashlib
 import hmac
 import secrets
@@ -12,11 +12,13 @@ from flask_login import current_user, login_user, logout_user
 from sqlalchemy import Select, and_, bindparam, select
 
 from core.api import ApiError, wants_json
+from core.clock import utcnow
 from core.guards import SAFE_METHODS, require_same_origin
 from core.db import db
 from core.i18n import LOCALE_SESSION_KEY
 from core.redis import SERVER_NOW, get_redis, run_script
 from desk.models import Member, Tenant, User
+from desk.presence import heartbeat
 
 CONSOLE, IMPERSONATION, ASSISTANT = "console", "impersonation", "assistant"
 SESSION_TYPES = (CONSOLE, IMPERSONATION, ASSISTANT)
@@ -277,5 +279,15 @@ def admin_console_required(view):
 
 
 def workbench_required(view):
-    """Agent, supervisor or administrator of the selected tenant, in any session kind."""
-    return _guard(SESSION_TYPES, WORKBENCH_ROLES)(view)
+    """Agent, supervisor or administrator of the selected tenant, in any session kind. Each request
+    it lets through from the member's own (console) session is their heartbeat, committed on its own
+    before the view runs; a restricted session's requests are not the member being there."""
+    @wraps(view)
+    def wrapped(*args, **kwargs):
+        denied = _check(SESSION_TYPES, WORKBENCH_ROLES)
+        if denied is not None:
+            return denied
+        if not restricted_session() and heartbeat(current_member(), utcnow()):
+            db.session.commit()
+        return view(*args, **kwargs)
+    return wrapped

@@ -21,6 +21,7 @@ from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, lat
                         mark_read)
 from desk.models import CONVERSATION_STATUSES, Member, Message
 from desk.panels import BEFORE, chosen_style, provider
+from desk.presence import set_presence
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
 from desk.search import FAR_PAST, FAR_FUTURE, parse_conditions, parse_resume, search_step
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 # What people read (lazy: translated when shown, in the request's language).
 STATUS_LABELS = {"open": _l("Open"), "pending": _l("Pending"), "resolved": _l("Resolved")}
 VIEW_LABELS = {"mine": _l("Mine"), "unassigned": _l("Unassigned"), "all": _l("All")}
+PRESENCE_LABELS = {"online": _l("Online"), "away": _l("Away"), "offline": _l("Offline")}
 TRIGGER_LABELS = {"manual": _l("a manual plan"), "scheduled": _l("a scheduled round"),
                   "message_event": _l("a new message")}
 CHANGE_ERRORS = {
@@ -101,6 +103,12 @@ def _pane_context(conversation) -> dict:
             "tools_after": [t for t in tools if t.position != BEFORE]}
 
 
+def _presence_context(opened: uuid.UUID | None) -> dict:
+    """What the header's availability control shows (the member's saved choice is `member`'s, from
+    the layout's context): the choices, whether this session may change it, the open conversation."""
+    return {"presence_labels": PRESENCE_LABELS, "presence_locked": restricted_session(), "opened_id": opened}
+
+
 def _page(conversation=None, search: dict | None = None):
     """The whole workbench, with a conversation open or not, and search results instead of the list."""
     member = current_member()
@@ -111,7 +119,25 @@ def _page(conversation=None, search: dict | None = None):
     return render_template("desk/workbench.html", since=iso(stamp or NO_CHANGE_YET), quick_replies=replies,
                            search=search, search_days=(FAR_PAST.isoformat(), FAR_FUTURE.isoformat()),
                            styles=styles, style=chosen_style(styles, _own_style(member)),
+                           **_presence_context(conversation.id if conversation is not None else None),
                            **{**_list_context(*_tab()), **context, **(search or {})})
+
+
+def _opened() -> uuid.UUID | None:
+    """The conversation that was open when a header form was sent (its hidden `conversation_id`),
+    or None for none or one that is not a conversation id."""
+    try:
+        return parse_uuid(request.form.get("conversation_id", ""), "invalid_form")
+    except ApiError:
+        return None
+
+
+def _back(opened: uuid.UUID | None):
+    """Back to the page a header form was sent from, without JavaScript: the open conversation or
+    the workbench."""
+    if opened is None:
+        return redirect(url_for("workbench.index"))
+    return redirect(url_for("workbench.conversation", conversation_id=opened))
 
 
 @bp.get("/workbench")
@@ -156,11 +182,20 @@ def choose_style():
             member.workbench_style = key or None
             db.session.commit()
         flash(_("Style applied.") if key else _("Default style restored."), "ok")
-    try:
-        opened = parse_uuid(request.form.get("conversation_id", ""), "invalid_form")
-    except ApiError:
-        return redirect(url_for("workbench.index"))
-    return redirect(url_for("workbench.conversation", conversation_id=opened))
+    return _back(_opened())
+
+
+@bp.post("/workbench/presence")
+@workbench_required
+def presence():
+    """Save the member's availability (`presence`: online, away or offline); for htmx the header's
+    control again, else back to the page it was sent from. A restricted session is refused with
+    403 session_scope_forbidden, any other value with 400 invalid_form; neither changes anything."""
+    set_presence(current_member(), request.form.get("presence", ""), restricted=restricted_session())
+    db.session.commit()
+    if htmx:
+        return render_template("desk/_presence.html", **_presence_context(_opened()))
+    return _back(_opened())
 
 
 @bp.get("/workbench/search")
