@@ -240,7 +240,8 @@ def _assign_if_unchanged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, targe
     assignee = expected["assignee_member_id"]
     return (execute or db.session.execute)(_ASSIGN_IF_UNCHANGED, {
         "p_conversation": conversation_id, "p_tenant": tenant_id, "p_target": target,
-        "p_expected_status": expected["status"], "p_expected_assignee": None if assignee is None else uuid.UUID(assignee),
+        "p_expected_status": expected["status"],
+        "p_expected_assignee": None if assignee is None else uuid.UUID(assignee),
         "p_expected_bot_active": bool(expected["bot_active"]),
         "p_expected_updated_at": datetime.fromisoformat(expected["updated_at"])}).rowcount == 1
 
