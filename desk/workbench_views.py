@@ -17,6 +17,7 @@ from core.text import storable
 from core.web import htmx, redirect_to
 from desk import outbound
 from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
+from desk.availability_words import PRESENCE_LABELS
 from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, latest_change, list_conversations,
                         mark_read)
 from desk.models import CONVERSATION_STATUSES, Member, Message
@@ -34,7 +35,6 @@ log = logging.getLogger(__name__)
 # What people read (lazy: translated when shown, in the request's language).
 STATUS_LABELS = {"open": _l("Open"), "pending": _l("Pending"), "resolved": _l("Resolved")}
 VIEW_LABELS = {"mine": _l("Mine"), "unassigned": _l("Unassigned"), "all": _l("All")}
-PRESENCE_LABELS = {"online": _l("Online"), "away": _l("Away"), "offline": _l("Offline")}
 TRIGGER_LABELS = {"manual": _l("a manual plan"), "scheduled": _l("a scheduled round"),
                   "message_event": _l("a new message")}
 CHANGE_ERRORS = {
