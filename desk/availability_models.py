@@ -4,11 +4,11 @@ columns of `desk.models.Member`."""
 import uuid
 from datetime import date, datetime
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, String, false
+from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from core.clock import utcnow
-from core.db import Base
+from core.db import Base, UUIDPrimaryKey
 from desk.models import CAPACITY_RANGE, one_of, within
 
 OFFLINE_POLICIES = ("keep", "release_after", "release_on_customer_reply")
@@ -16,6 +16,7 @@ CALENDAR_KINDS = ("holiday", "workday")  # a workday is a make-up workday (è°ƒä¼
 # Why a member may not receive an automated assignment now, in the order the first that applies is given.
 REASON_CODES = ("agent_on_leave", "holiday", "outside_shift", "agent_offline", "agent_away", "agent_at_capacity")
 WAITING_REASONS = (*REASON_CODES, "no_reply")  # why a conversation waits in the queue
+EVENT_KINDS = ("waiting", "drained", "reassigned", "released")  # availability decisions in a thread
 MINUTES_RANGE = (1, 1440)  # no_reply_minutes, release_after_minutes
 FALLBACK_RANGE = (0, 1440)  # fallback_after_minutes: 0 is at once
 WEEKDAY_RANGE = (1, 7)  # Monday to Sunday
@@ -76,3 +77,25 @@ class WaitingConversation(Base):
     preferred_member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
     reason_code: Mapped[str] = mapped_column(String(30))
     waiting_since: Mapped[datetime] = mapped_column(default=utcnow)
+    # The conversation's assignee when it joined: assigned otherwise since, it has left the queue.
+    expected_assignee_id: Mapped[uuid.UUID | None]
+
+
+class AvailabilityEvent(UUIDPrimaryKey, Base):
+    """One availability decision about a conversation, shown in its thread: it joined the waiting
+    queue (`waiting`, because of `member_id`'s `reason_code`), was assigned from it (`drained` to
+    `member_id`), was reassigned after the assignee's silence (`reassigned`: `member_id` the silent
+    one) or released from an offline assignee (`released`). `detail` holds the numbers the line
+    shows: the load (`open_count`, `capacity`), why that member (`basis`), the minutes waited."""
+
+    __tablename__ = "availability_event"
+    __table_args__ = (one_of("kind", EVENT_KINDS), one_of("reason_code", WAITING_REASONS),
+                      Index("ix_availability_event_conversation_id_created_at", "conversation_id", "created_at"))
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    conversation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("conversation.id"))
+    kind: Mapped[str] = mapped_column(String(20))
+    member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
+    reason_code: Mapped[str | None] = mapped_column(String(30))
+    detail: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -14,6 +14,7 @@ from core.api import ApiError
 from core.clock import iso, utcnow
 from core.db import WROTE, db, tenant_row
 from core.once import CreateOnce
+from desk import waiting
 from desk.models import (CONVERSATION_STATUSES, AssignmentReceipt, Conversation, ConversationEvent, Member,
                          Message)
 
@@ -88,6 +89,7 @@ def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UU
         .values(**values).execution_options(synchronize_session=False)).rowcount
     if changed != 1:
         raise ApiError("conversation_changed", 409)
+    waiting.leave(tenant_id, conversation.id)  # a change by hand takes it out of the waiting queue
     now = utcnow()
     db.session.add_all(ConversationEvent(
         tenant_id=tenant_id, conversation_id=conversation.id, actor_member_id=actor.id, kind=kind,
@@ -183,7 +185,8 @@ _READ_RECEIPT = select(_RECEIPT.c.status, _RECEIPT.c.target_member_id, _RECEIPT.
 def _move_receipt(before: tuple[str, ...]) -> Update:
     """The receipt's conditional move out of the `before` states (a fixed list, no expanding IN)."""
     return update(_RECEIPT).where(*_THE_RECEIPT, _RECEIPT.c.status.in_([literal(state) for state in before])) \
-        .values(status=bindparam("p_status"), reason=bindparam("p_reason"), updated_at=bindparam("p_now"))
+        .values(status=bindparam("p_status"), reason=bindparam("p_reason"), reason_code=bindparam("p_reason_code"),
+                updated_at=bindparam("p_now"))
 
 
 # The compare-and-swap: only while tenant, status, assignee, bot and the update time (to the
@@ -226,15 +229,15 @@ def _read_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.
     return found
 
 
-def _set_receipt(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID,
-                 before: tuple[str, ...], status: str, reason: str | None = None, execute=None) -> bool:
+def _set_receipt(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID, before: tuple[str, ...],
+                 status: str, reason: str | None = None, reason_code: str | None = None, execute=None) -> bool:
     """Move the receipt from one of the `before` states to `status` with one conditional UPDATE."""
     return (execute or db.session.execute)(_move_receipt(before), {
         "p_tenant": tenant_id, "p_command_key": command_key, "p_conversation": conversation_id,
-        "p_status": status, "p_reason": reason, "p_now": utcnow()}).rowcount == 1
+        "p_status": status, "p_reason": reason, "p_reason_code": reason_code, "p_now": utcnow()}).rowcount == 1
 
 
-def _assign_if_unchanged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, target: uuid.UUID,
+def assign_if_unchanged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, target: uuid.UUID,
                          expected: dict, execute=None) -> bool:
     """Reassign the conversation to `target` only while it is exactly as `expected` (a snapshot)."""
     assignee = expected["assignee_member_id"]
@@ -246,7 +249,8 @@ def _assign_if_unchanged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, targe
         "p_expected_updated_at": datetime.fromisoformat(expected["updated_at"])}).rowcount == 1
 
 
-def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID) -> str:
+def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID,
+                  availability: bool | None = None) -> str:
     """Run one queued command through the adapter and commit; the receipt's final status.
 
     It owns its transaction (call it with nothing uncommitted): the conditional reassignment and
@@ -254,6 +258,8 @@ def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.
     conversation is no longer as snapshotted) commit together. When the receipt was finished
     meanwhile by another worker, everything is rolled back and that worker's outcome returned, so
     a command is applied at most once. A final receipt is returned as is, without writing.
+    With the tenant's availability policy on (`availability`; None: looked up), the target's
+    availability is the last fact checked, in the same transaction (`_refused`).
     503 atomic_assignment_disabled when the switch is off; 404 not_found for a foreign receipt.
     """
     session = db.session
@@ -268,28 +274,63 @@ def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.
     if command.status not in OPEN_RECEIPT_STATES:
         session.rollback()  # only read
         return command.status
-    assigned = _assign_if_unchanged(tenant_id, conversation_id, command.target_member_id, command.snapshot,
-                                    execute)
-    outcome = "applied" if assigned else _why_changed(tenant_id, command_key, conversation_id, command.snapshot,
-                                                      execute)
-    if not _set_receipt(tenant_id, command_key, conversation_id, OPEN_RECEIPT_STATES, outcome, execute=execute):
+    if availability is None:
+        availability = waiting.policy_on(tenant_id, execute)
+    target, expected = command.target_member_id, command.snapshot
+    refused = _refused(tenant_id, target, execute) if availability else None
+    outcome = "rejected" if refused else _compare_and_swap(tenant_id, command_key, conversation_id, target, expected,
+                                                           execute)
+    if not _set_receipt(tenant_id, command_key, conversation_id, OPEN_RECEIPT_STATES, outcome,
+                        waiting.UNAVAILABLE if refused else None, refused, execute):
         session.rollback()  # another worker finished it first: its outcome stands, not ours
         return _read_command(tenant_id, command_key, conversation_id).status
+    if availability:
+        _queue_after(tenant_id, conversation_id, target, expected, outcome, refused, execute)
     session.commit()
     return outcome
 
 
+def _compare_and_swap(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID, target: uuid.UUID,
+                      expected: dict, execute) -> str:
+    """The reassignment while the conversation is as `expected`: `applied`, else why not."""
+    if assign_if_unchanged(tenant_id, conversation_id, target, expected, execute):
+        return "applied"
+    return _why_changed(tenant_id, command_key, conversation_id, expected, execute)
+
+
+def _refused(tenant_id: uuid.UUID, target: uuid.UUID, execute) -> str | None:
+    """With the tenant's availability policy on, the last fact checked before the write, in its
+    transaction: why `target` may not receive an automated assignment now (a reason code), read
+    under the member's row lock (`desk.waiting.target_state`); None when they may."""
+    seen = waiting.target_state(tenant_id, target, utcnow(), execute)
+    return None if seen is None else seen.reason_code
+
+
+def _queue_after(tenant_id: uuid.UUID, conversation_id: uuid.UUID, target: uuid.UUID, expected: dict,
+                 outcome: str, refused: str | None, execute) -> None:
+    """With the policy on: a command refused for its target's availability has the conversation
+    wait for that member; an applied one takes it out of the queue."""
+    if refused:
+        assignee = expected["assignee_member_id"]
+        waiting.join(tenant_id, conversation_id, target, refused, None if assignee is None else uuid.UUID(assignee),
+                     utcnow())
+    elif outcome == "applied":
+        waiting.leave(tenant_id, conversation_id, execute=execute)
+
+
 def apply_now(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID, target: uuid.UUID,
-              expected: dict) -> str:
+              expected: dict, availability: bool) -> str:
     """Apply one command at once, inside the caller's transaction; its outcome.
 
     For a caller that decided on one conversation it has just read in the tenant (`expected`, its
     snapshot) and rechecked `target`: the same compare-and-swap as `apply_command`, then the
     command's receipt created final under `command_key` (`RECEIPTS`, once): `applied`, or
-    `state_changed` / `command_conflict` with nothing overwritten. No `pending` receipt is ever
-    committed, so none is left for a sweep. The caller writes its own rows in the same transaction
-    and commits: the reassignment, its receipt and those rows commit together or not at all.
-    A receipt already under the key (a repeat of the same command) keeps its outcome, returned.
+    `state_changed` / `command_conflict` with nothing overwritten, or, with the tenant's
+    availability policy on (`availability`, which the caller's recheck read), `rejected` for a
+    target who may not receive it now (the conversation then waits for them). No `pending` receipt
+    is ever committed, so none is left for a sweep. The caller writes its own rows in the same
+    transaction and commits: the reassignment, its receipt and those rows commit together or not at
+    all. A receipt already under the key (a repeat of the same command) keeps its outcome, returned.
     503 atomic_assignment_disabled when the switch is off.
     """
     if not current_app.config["ATOMIC_ASSIGNMENT_ENABLED"]:
@@ -297,13 +338,17 @@ def apply_now(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID
     if expected["tenant_id"] != str(tenant_id) or expected["conversation_id"] != str(conversation_id):
         raise ValueError("the snapshot is of another conversation")
     execute = db.session.connection().execute
-    assigned = _assign_if_unchanged(tenant_id, conversation_id, target, expected, execute)
-    outcome = "applied" if assigned else _why_changed(tenant_id, command_key, conversation_id, expected, execute)
+    refused = _refused(tenant_id, target, execute) if availability else None
+    outcome = "rejected" if refused else _compare_and_swap(tenant_id, command_key, conversation_id, target, expected,
+                                                           execute)
     now = utcnow()
     row, _ = RECEIPTS.insert({
         "id": uuid.uuid4(), "tenant_id": tenant_id, "command_key": command_key,
         "conversation_id": conversation_id, "target_member_id": target, "snapshot": expected,
-        "status": outcome, "reason": None, "created_at": now, "updated_at": now})
+        "status": outcome, "reason": waiting.UNAVAILABLE if refused else None, "reason_code": refused,
+        "created_at": now, "updated_at": now})
+    if availability:
+        _queue_after(tenant_id, conversation_id, target, expected, outcome, refused, execute)
     return row.status
 
 

@@ -137,6 +137,7 @@ class Member(UUIDPrimaryKey, Base):
     capacity: Mapped[int | None]
     shifts: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
     leave: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
+    last_routed_at: Mapped[datetime | None]  # the waiting queue's last assignment to them: idle since
 
     tenant: Mapped[Tenant] = relationship()
     user: Mapped[User] = relationship()
@@ -385,5 +386,6 @@ class AssignmentReceipt(UUIDPrimaryKey, Base):
     snapshot: Mapped[dict] = mapped_column(JSON)  # the conversation as planned, compared before writing
     status: Mapped[str] = mapped_column(String(20), default="pending")
     reason: Mapped[str | None] = mapped_column(String(60))  # why rejected, cancelled or uncertain
+    reason_code: Mapped[str | None] = mapped_column(String(30))  # rejected: why the target was unavailable
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from core.db import db
 from desk.conversations import applied_receipts, conversation_events, conversation_messages
+from desk.waiting import QUEUE_KEY_PREFIX, events_of
 from desk.models import Conversation, Member
 from desk.outbound import latest_deliveries
 
@@ -23,7 +24,9 @@ Explainer = Callable[[uuid.UUID, list], dict]
 
 @dataclass
 class Entry:
-    """One line of the thread: a `message`, a `change` by hand, or an automated `decision`."""
+    """One line of the thread: a `message`, a `change` by hand, an automated `decision`, or an
+    `availability` decision (issue 35: `change` is its kind, `actor` the member it is about,
+    `after` the member it went to, `why` its reason code and numbers)."""
 
     kind: str
     at: datetime
@@ -49,14 +52,17 @@ def thread(conversation: Conversation) -> list[Entry]:
     """The conversation's entries, oldest first."""
     messages = conversation_messages(conversation)
     events = conversation_events(conversation)
-    receipts = applied_receipts(conversation)
+    # The queue's own assignments are told by their availability lines, with the reason.
+    receipts = [r for r in applied_receipts(conversation) if not r.command_key.startswith(QUEUE_KEY_PREFIX)]
+    availability = events_of(conversation.tenant_id, conversation.id)
     explain: Explainer | None = current_app.extensions.get(EXPLAINER)
     why = explain(conversation.tenant_id, receipts) if explain and receipts else {}
     names = member_names(conversation.tenant_id, {m.author_member_id for m in messages}
                          | {e.actor_member_id for e in events}
                          | {e.before for e in events if e.kind == "assignment"}
                          | {e.after for e in events if e.kind == "assignment"}
-                         | {r.target_member_id for r in receipts})
+                         | {r.target_member_id for r in receipts}
+                         | {e.member_id for e in availability} | {e.detail.get("to") for e in availability})
 
     former = _("a former member")
 
@@ -71,4 +77,9 @@ def thread(conversation: Conversation) -> list[Entry]:
                       before=label(e.kind, e.before), after=label(e.kind, e.after)) for e in events]
     entries += [Entry("decision", r.updated_at, change="assignment", after=names.get(str(r.target_member_id)),
                       why=why.get(r.id, {})) for r in receipts]
+    entries += [Entry("availability", e.created_at, change=e.kind,
+                      actor=names.get(str(e.member_id), former) if e.member_id else None,
+                      after=names.get(e.detail["to"], former) if "to" in e.detail else None,
+                      why={"reason_code": e.reason_code, **e.detail})
+                for e in availability]
     return sorted(entries, key=lambda entry: entry.at)

@@ -39,6 +39,7 @@ TICK_HANDLERS = (
     "rules.execution.sweep",
     "rules.message_events.sweep",
     "rules.scheduler.tick",
+    "desk.drain.sweep",
 )
 
 # Called with the event's ids, each in a job of its own.

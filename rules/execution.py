@@ -22,7 +22,7 @@ from core.clock import iso, utcnow
 from core.db import db, tenant_row
 from core.metrics import RULE_COMMANDS
 from core.queue import enqueue
-from desk import conversations
+from desk import conversations, waiting
 from desk.models import Member, Tenant
 from rules.models import AutomationGrant, AutomationRule, AutomationRun, AutomationRunItem
 
@@ -143,6 +143,7 @@ _RECHECK = select(
     select(Member.id).where(Member.id == bindparam("p_target"), Member.tenant_id == bindparam("p_tenant"),
                             Member.role == "agent", Member.active.is_(True), Member.synchronized.is_(True))
     .exists().label("target"),
+    waiting.enabled_policy(bindparam("p_tenant")).label("availability"),
 ).join(Tenant, Tenant.id == AutomationRule.tenant_id).join(
     AutomationGrant, (AutomationGrant.id == bindparam("p_grant")) & (AutomationGrant.tenant_id == bindparam("p_tenant"))
 ).where(AutomationRule.id == bindparam("p_rule"), AutomationRule.tenant_id == bindparam("p_tenant"))
@@ -159,16 +160,31 @@ class Authority(NamedTuple):
     approved_by: uuid.UUID | None = None
 
 
-def recheck(run: "AutomationRun | Authority", target_member_id: uuid.UUID) -> str | None:
-    """Why a command of the run may not be written now; None when it may. Checked right before
-    each write whatever the run's kind, in one statement: the rule paused or republished
-    (`rule_not_published`, `grant_replaced`), the tenant inactive, the publisher no longer an active
-    administrator, the approver likewise (`approver_invalid`; a scheduled or message-event run has
-    none: its continuing grant, still the rule's current one, and the scheduled-execution switch
-    stand for it), the target no longer an active, synchronized agent of the tenant."""
+class Verdict(NamedTuple):
+    """The recheck's answer: why the command may not be written now (None: it may), and whether
+    the tenant's availability policy is on (then the adapter checks the target's availability last,
+    in the write's own transaction)."""
+
+    refusal: str | None
+    availability: bool
+
+
+def recheck(run: "AutomationRun | Authority", target_member_id: uuid.UUID) -> Verdict:
+    """Whether a command of the run may be written now, checked right before each write whatever
+    the run's kind, in one statement: the rule paused or republished (`rule_not_published`,
+    `grant_replaced`), the tenant inactive, the publisher no longer an active administrator, the
+    approver likewise (`approver_invalid`; a scheduled or message-event run has none: its
+    continuing grant, still the rule's current one, and the scheduled-execution switch stand for
+    it), the target no longer an active, synchronized agent of the tenant. The same statement
+    reads whether the tenant's availability policy is on."""
     found = db.session.connection().execute(_RECHECK, {
         "p_tenant": run.tenant_id, "p_rule": run.rule_id, "p_grant": run.grant_id, "p_approver": run.approved_by,
         "p_target": target_member_id}).one()
+    return Verdict(_refusal(run, found), bool(found.availability))
+
+
+def _refusal(run: "AutomationRun | Authority", found) -> str | None:
+    """The first refusal of `_RECHECK`'s answer, None when there is none."""
     if found.state != "published" or found.grant_id != run.grant_id:
         return "rule_not_published" if found.state != "published" else "grant_replaced"
     if not found.active:
@@ -197,12 +213,12 @@ def execute_command(run_id: uuid.UUID, conversation_id: uuid.UUID) -> str:
     else:
         db.session.commit()
         receipt = next(r for r in conversations.receipts(tenant_id, key) if r.conversation_id == conversation_id)
-        refusal = recheck(run, receipt.target_member_id)
-        if refusal is not None:
-            outcome = conversations.reject_command(tenant_id, key, conversation_id, refusal)
+        verdict = recheck(run, receipt.target_member_id)
+        if verdict.refusal is not None:
+            outcome = conversations.reject_command(tenant_id, key, conversation_id, verdict.refusal)
             db.session.commit()
         else:
-            outcome = conversations.apply_command(tenant_id, key, conversation_id)
+            outcome = conversations.apply_command(tenant_id, key, conversation_id, verdict.availability)
     RULE_COMMANDS.labels(outcome if outcome in FINAL else "other").inc()
     finish_if_final(tenant_id, run_id)
     return outcome
@@ -267,7 +283,8 @@ def status_json(run_id: uuid.UUID, receipts: list) -> dict:
     """A run's execution status from its receipts."""
     return {"run_id": str(run_id), "final": all(r.status in FINAL for r in receipts),
             "receipts": [{"conversation_id": str(r.conversation_id), "target_member_id": str(r.target_member_id),
-                          "status": r.status, "reason": r.reason, "updated_at": iso(r.updated_at)}
+                          "status": r.status, "reason": r.reason, "updated_at": iso(r.updated_at),
+                          **({"reason_code": r.reason_code} if r.reason_code else {})}
                          for r in receipts]}
 
 

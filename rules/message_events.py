@@ -208,11 +208,12 @@ def _settle(tenant_id: uuid.UUID, granted_rule, facts: dict, decision: Decision,
     summary; all committed together, or nothing when the run was ended meanwhile."""
     target = uuid.UUID(decision.assignee_ref) if decision.assignee_ref else None
     authority = execution.Authority(tenant_id, granted_rule.rule_id, granted_rule.grant_id, MODE)
-    refusal = execution.recheck(authority, target) if decision.planned else None
+    verdict = execution.recheck(authority, target) if decision.planned else None
+    refusal = verdict and verdict.refusal
     outcome = None
     if decision.planned and refusal is None:
         outcome = conversations.apply_now(tenant_id, execution.command_key(run.id), facts["conversation_id"],
-                                          target, facts["snapshot"])
+                                          target, facts["snapshot"], verdict.availability)
     if not run.end("complete", {
             "scanned": 1, "planned_count": int(decision.planned), "executed": outcome is not None,
             "schedule_execution_state": "queued" if outcome else "skipped" if refusal else None,

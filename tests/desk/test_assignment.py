@@ -304,7 +304,7 @@ def test_a_command_rejected_while_it_was_being_applied_rolls_its_reassignment_ba
         app, tenant, agent, conversation_id, monkeypatch):
     plan(tenant, agent, [conversation_id])
     before, tenant_id = stored(conversation_id), tenant.id
-    assign = adapter._assign_if_unchanged
+    assign = adapter.assign_if_unchanged
 
     def rejected_meanwhile(*args):  # another worker's recheck fails after this one read the receipt
         def reject():
@@ -316,7 +316,7 @@ def test_a_command_rejected_while_it_was_being_applied_rolls_its_reassignment_ba
         other.join(20)
         return assign(*args)
 
-    monkeypatch.setattr(adapter, "_assign_if_unchanged", rejected_meanwhile)
+    monkeypatch.setattr(adapter, "assign_if_unchanged", rejected_meanwhile)
     assert apply_command(tenant.id, KEY, conversation_id) == "rejected"
     assert stored(conversation_id) == before
     assert receipt(conversation_id)[:2] == ("rejected", "rule_paused")
@@ -420,14 +420,14 @@ def test_workers_racing_on_the_same_command_apply_it_once(app, tenant, agent, co
     plan(tenant, agent, [conversation_id])
     stop_the_clock(monkeypatch, before)  # every write moves the update time by exactly a microsecond
     all_read, writes = threading.Barrier(workers), []
-    assign = adapter._assign_if_unchanged
+    assign = adapter.assign_if_unchanged
 
     def after_all_have_read(*args):  # every worker has seen the receipt pending before any writes
         all_read.wait(20)
         writes.append(assign(*args))
         return writes[-1]
 
-    monkeypatch.setattr(adapter, "_assign_if_unchanged", after_all_have_read)
+    monkeypatch.setattr(adapter, "assign_if_unchanged", after_all_have_read)
     tenant_id = tenant.id
     with ThreadPoolExecutor(workers) as pool:
         outcomes = list(pool.map(lambda _: in_own_context(app, apply_command, tenant_id, KEY, conversation_id),

@@ -20,13 +20,14 @@ CONFIRM = {"confirm": True, "permission": "conversation.assign_plan"}
 SECRET_TEXT = "Zebra-7731 I want a REFUND for order 42"
 
 
-def make_conversations(tenant, count: int) -> list[Conversation]:
-    """`count` conversations on a new channel, each with its own customer; committed."""
+def make_conversations(tenant, count: int, first: int = 0) -> list[Conversation]:
+    """`count` conversations on a new channel, each with its own customer (numbered from `first`);
+    committed."""
     channel = Channel(tenant_id=tenant.id, name="Chat", secret_encrypted="x")
     db.session.add(channel)
     db.session.flush()
     made = []
-    for n in range(count):
+    for n in range(first, first + count):
         customer = Customer(tenant_id=tenant.id, external_id=f"c-{n}", name=f"Customer {n}")
         db.session.add(customer)
         db.session.flush()

@@ -1,0 +1,118 @@
+"""The waiting queue (issue 35), the part the atomic adapter uses inside the transaction of its
+write: whether a command's target may receive it now, the queue a refused conversation joins and
+leaves, and the availability lines of a conversation's thread. Draining the queue is `desk.drain`'s.
+
+Whether the target may receive the command is read with the member's row lock (`FOR UPDATE` on
+PostgreSQL; SQLite writes one at a time anyway), in the same transaction as the compare-and-swap:
+a presence change, a heartbeat or another assignment to that member waits for it or is waited for,
+so the one that commits first wins and the open count read is never stale for an assignment.
+"""
+import uuid
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, bindparam, delete, func, insert, select
+
+from core.clock import to_beijing
+from core.db import db, insert_unless_present
+from desk.availability_models import (POLICY_DEFAULTS, AvailabilityEvent, AvailabilityPolicy, CalendarException,
+                                      WaitingConversation)
+from desk.duty import Availability, CalendarDay, assess
+from desk.models import Conversation, Member
+
+QUEUE_KEY_PREFIX = "queue:"  # the command keys of the queue's own assignments
+UNAVAILABLE = "rule_member_unavailable"  # a refused command's reason; its reason_code says why
+
+_TENANT, _MEMBER = bindparam("p_tenant"), bindparam("p_member")
+
+
+def _calendar_column(day: str, column):
+    """One column of the tenant's calendar entry on the date `p_<day>` (NULL: an ordinary day)."""
+    return select(column).where(CalendarException.tenant_id == _TENANT,
+                                CalendarException.day == bindparam(f"p_{day}")).scalar_subquery()
+
+
+# Everything that decides whether one member may receive an automated assignment now, with the
+# member's row lock: presence, heartbeat, capacity, shifts and leave, the policy's default capacity,
+# the open count and the calendar of today and yesterday (a night shift belongs to the day it starts).
+_TARGET = select(
+    Member.role, Member.presence, Member.last_seen_at, Member.capacity, Member.shifts, Member.leave,
+    AvailabilityPolicy.default_capacity,
+    select(func.count()).select_from(Conversation).where(
+        Conversation.tenant_id == _TENANT, Conversation.status == "open",
+        Conversation.assignee_member_id == Member.id).scalar_subquery().label("open_count"),
+    _calendar_column("today", CalendarException.kind).label("today_kind"),
+    _calendar_column("today", CalendarException.as_weekday).label("today_as"),
+    _calendar_column("yesterday", CalendarException.kind).label("yesterday_kind"),
+    _calendar_column("yesterday", CalendarException.as_weekday).label("yesterday_as"),
+).outerjoin(AvailabilityPolicy, AvailabilityPolicy.tenant_id == Member.tenant_id).where(
+    Member.id == _MEMBER, Member.tenant_id == _TENANT, Member.active.is_(True)).with_for_update(of=Member)
+
+_POLICY_ON = select(AvailabilityPolicy.enabled).where(AvailabilityPolicy.tenant_id == _TENANT)
+
+
+def policy_on(tenant_id: uuid.UUID, execute=None) -> bool:
+    """Whether the tenant's availability policy is enabled (no row: off)."""
+    return bool((execute or db.session.execute)(_POLICY_ON, {"p_tenant": tenant_id}).scalar())
+
+
+def enabled_policy(tenant_id):
+    """EXISTS an enabled availability policy of the tenant (a column or a bound parameter): for a
+    caller's own statement, so knowing it costs no round trip."""
+    return select(AvailabilityPolicy.tenant_id).where(AvailabilityPolicy.tenant_id == tenant_id,
+                                                      AvailabilityPolicy.enabled.is_(True)).exists()
+
+
+def target_state(tenant_id: uuid.UUID, member_id: uuid.UUID, now: datetime, execute=None) -> Availability | None:
+    """The member as seen at `now` under the row lock (`_TARGET`), `reason_code` None when they may
+    receive an automated assignment; None for a member who is not an active member of the tenant."""
+    today = to_beijing(now).date()
+    row = (execute or db.session.execute)(_TARGET, {
+        "p_tenant": tenant_id, "p_member": member_id, "p_today": today,
+        "p_yesterday": today - timedelta(days=1)}).first()
+    if row is None:
+        return None
+    calendar = {day: CalendarDay(kind, as_weekday) for day, kind, as_weekday in (
+        (today, row.today_kind, row.today_as), (today - timedelta(days=1), row.yesterday_kind, row.yesterday_as))
+        if kind is not None}
+    return assess(row, calendar, row.open_count, row.default_capacity or POLICY_DEFAULTS["default_capacity"], now)
+
+
+def join(tenant_id: uuid.UUID, conversation_id: uuid.UUID, preferred: uuid.UUID | None, reason_code: str,
+         expected_assignee: uuid.UUID | None, now: datetime) -> bool:
+    """The conversation joins the tenant's waiting queue to go to `preferred` (None: anyone),
+    unless it waits already (it keeps its place and its first reason); its thread says why
+    (`waiting`). Whether it joined now. The caller commits."""
+    joined = insert_unless_present(WaitingConversation, ("conversation_id",), {
+        "conversation_id": conversation_id, "tenant_id": tenant_id, "preferred_member_id": preferred,
+        "reason_code": reason_code, "waiting_since": now, "expected_assignee_id": expected_assignee}) is not None
+    if joined:
+        record(tenant_id, conversation_id, "waiting", preferred, reason_code, {}, now)
+    return joined
+
+
+def leave(tenant_id: uuid.UUID, conversation_id: uuid.UUID, since: datetime | None = None, execute=None) -> bool:
+    """The conversation leaves the waiting queue (only its wait that began at `since`, when given);
+    whether it was waiting. The caller commits."""
+    statement = delete(WaitingConversation).where(WaitingConversation.conversation_id == conversation_id,
+                                                  WaitingConversation.tenant_id == tenant_id)
+    if since is not None:
+        statement = statement.where(WaitingConversation.waiting_since == since)
+    return (execute or db.session.execute)(statement.execution_options(synchronize_session=False)).rowcount == 1
+
+
+_RECORD = insert(AvailabilityEvent)
+
+
+def record(tenant_id: uuid.UUID, conversation_id: uuid.UUID, kind: str, member_id: uuid.UUID | None,
+           reason_code: str | None, detail: dict, now: datetime, execute=None) -> None:
+    """One availability line in the conversation's thread (see AvailabilityEvent). The caller commits."""
+    (execute or db.session.execute)(_RECORD, {
+        "id": uuid.uuid4(), "tenant_id": tenant_id, "conversation_id": conversation_id, "kind": kind,
+        "member_id": member_id, "reason_code": reason_code, "detail": detail, "created_at": now})
+
+
+def events_of(tenant_id: uuid.UUID, conversation_id: uuid.UUID) -> list[AvailabilityEvent]:
+    """The availability lines of one conversation, in order."""
+    return list(db.session.scalars(select(AvailabilityEvent).where(and_(
+        AvailabilityEvent.conversation_id == conversation_id, AvailabilityEvent.tenant_id == tenant_id))
+        .order_by(AvailabilityEvent.created_at)))
