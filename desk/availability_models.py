@@ -97,5 +97,6 @@ class AvailabilityEvent(UUIDPrimaryKey, Base):
     kind: Mapped[str] = mapped_column(String(20))
     member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
     reason_code: Mapped[str | None] = mapped_column(String(30))
+    message_id: Mapped[uuid.UUID | None]  # reassigned, or waiting for no_reply: the customer message left unanswered
     detail: Mapped[dict] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

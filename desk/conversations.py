@@ -74,7 +74,7 @@ def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UU
             raise ApiError("reassign_forbidden", 403)
         if assignee is not None:
             assignable_member(tenant_id, assignee)
-        values["assignee_member_id"] = assignee
+        values["assignee_member_id"], values["assigned_at"] = assignee, utcnow()
         events.append(("assignment", expected_assignee, assignee))
     if status is not None and status != expected_status:
         if status not in CONVERSATION_STATUSES:
@@ -197,7 +197,7 @@ _ASSIGN_IF_UNCHANGED = update(_CONVERSATION).where(
     _CONVERSATION.c.assignee_member_id.is_not_distinct_from(bindparam("p_expected_assignee")),
     _CONVERSATION.c.bot_active == bindparam("p_expected_bot_active"),
     _CONVERSATION.c.updated_at == bindparam("p_expected_updated_at"),
-).values(assignee_member_id=bindparam("p_target"))
+).values(assignee_member_id=bindparam("p_target"), assigned_at=bindparam("p_now"))
 
 
 # Another command planned from the same state of the conversation and applied: the two raced.
@@ -246,7 +246,7 @@ def assign_if_unchanged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, target
         "p_expected_status": expected["status"],
         "p_expected_assignee": None if assignee is None else uuid.UUID(assignee),
         "p_expected_bot_active": bool(expected["bot_active"]),
-        "p_expected_updated_at": datetime.fromisoformat(expected["updated_at"])}).rowcount == 1
+        "p_expected_updated_at": datetime.fromisoformat(expected["updated_at"]), "p_now": utcnow()}).rowcount == 1
 
 
 def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID,

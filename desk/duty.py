@@ -11,12 +11,13 @@ gives it).
 """
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, timezone
 
 from core.clock import to_beijing
 from desk.models import Member
 
 HEARTBEAT_SECONDS = 90  # a member with no workbench request for this long counts as offline
+NEVER = datetime.min.replace(tzinfo=timezone.utc)  # offline since ever: never seen
 DAY_MINUTES = 24 * 60
 ON_LEAVE, HOLIDAY, OUTSIDE_SHIFT = "agent_on_leave", "holiday", "outside_shift"
 OFFLINE, AWAY, AT_CAPACITY = "agent_offline", "agent_away", "agent_at_capacity"
@@ -99,6 +100,20 @@ def presence_now(saved: str, last_seen_at: datetime | None, now: datetime) -> st
     if last_seen_at is None or now - last_seen_at >= timedelta(seconds=HEARTBEAT_SECONDS):
         return "offline"
     return saved
+
+
+def offline_since(saved: str, saved_since: datetime | None, last_seen_at: datetime | None,
+                  now: datetime) -> datetime | None:
+    """Since when the member counts as offline at `now` (None: they do not): since their heartbeat
+    expired (HEARTBEAT_SECONDS after the last workbench request), or since they chose offline when
+    that was earlier; a member never seen, or who chose offline before it was recorded when, since
+    ever (`NEVER`)."""
+    if last_seen_at is None:
+        return NEVER
+    expired = last_seen_at + timedelta(seconds=HEARTBEAT_SECONDS)
+    if saved != "offline":
+        return expired if expired <= now else None
+    return min(expired, saved_since or NEVER)
 
 
 def first_reason(duty: str | None, presence: str, open_count: int, capacity: int) -> str | None:

@@ -138,6 +138,7 @@ class Member(UUIDPrimaryKey, Base):
     shifts: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
     leave: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
     last_routed_at: Mapped[datetime | None]  # the waiting queue's last assignment to them: idle since
+    presence_since: Mapped[datetime | None]  # when the saved choice last changed (None: never changed)
 
     tenant: Mapped[Tenant] = relationship()
     user: Mapped[User] = relationship()
@@ -200,6 +201,7 @@ class Conversation(UUIDPrimaryKey, Base):
     channel_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("channel.id"))
     status: Mapped[str] = mapped_column(String(20), default="open")
     assignee_member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
+    assigned_at: Mapped[datetime | None]  # when the assignee last changed (None: before issue 35, or never)
     bot_active: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(

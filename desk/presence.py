@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import or_, update
 
 from core.api import ApiError
+from core.clock import utcnow
 from core.db import db
 from desk.duty import HEARTBEAT_SECONDS
 from desk.models import PRESENCES, Member
@@ -22,14 +23,16 @@ HEARTBEAT_WRITE_AFTER = timedelta(seconds=HEARTBEAT_SECONDS / 3)
 
 
 def set_presence(member: Member, presence: str, *, restricted: bool) -> Member:
-    """Save the member's own choice among PRESENCES (flushed). A restricted session changes no one's
-    presence (403 session_scope_forbidden, before the value is looked at); any other value is
-    400 invalid_form, the workbench's answer to a form its page never offers."""
+    """Save the member's own choice among PRESENCES and when it changed (flushed). A restricted
+    session changes no one's presence (403 session_scope_forbidden, before the value is looked
+    at); any other value is 400 invalid_form, the workbench's answer to a form its page never
+    offers."""
     if restricted:
         raise ApiError("session_scope_forbidden", 403)
     if presence not in PRESENCES:
         raise ApiError("invalid_form", 400)
-    member.presence = presence
+    if member.presence != presence:
+        member.presence, member.presence_since = presence, utcnow()
     db.session.flush()
     return member
 

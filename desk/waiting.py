@@ -78,15 +78,18 @@ def target_state(tenant_id: uuid.UUID, member_id: uuid.UUID, now: datetime, exec
 
 
 def join(tenant_id: uuid.UUID, conversation_id: uuid.UUID, preferred: uuid.UUID | None, reason_code: str,
-         expected_assignee: uuid.UUID | None, now: datetime) -> bool:
-    """The conversation joins the tenant's waiting queue to go to `preferred` (None: anyone),
-    unless it waits already (it keeps its place and its first reason); its thread says why
-    (`waiting`). Whether it joined now. The caller commits."""
+         expected_assignee: uuid.UUID | None, now: datetime, about: uuid.UUID | None = None,
+         message_id: uuid.UUID | None = None, told: bool = True) -> bool:
+    """The conversation joins the tenant's waiting queue to go to `preferred` (None: anyone
+    available) while it stays assigned to `expected_assignee`, unless it waits already (it keeps
+    its place and its first reason); its thread says why (`waiting`, about `about`, by default the
+    preferred member; `message_id`: the customer message left unanswered; `told` False: the caller
+    writes its own line). Whether it joined now. The caller commits."""
     joined = insert_unless_present(WaitingConversation, ("conversation_id",), {
         "conversation_id": conversation_id, "tenant_id": tenant_id, "preferred_member_id": preferred,
         "reason_code": reason_code, "waiting_since": now, "expected_assignee_id": expected_assignee}) is not None
-    if joined:
-        record(tenant_id, conversation_id, "waiting", preferred, reason_code, {}, now)
+    if joined and told:
+        record(tenant_id, conversation_id, "waiting", about or preferred, reason_code, {}, now, message_id=message_id)
     return joined
 
 
@@ -104,11 +107,13 @@ _RECORD = insert(AvailabilityEvent)
 
 
 def record(tenant_id: uuid.UUID, conversation_id: uuid.UUID, kind: str, member_id: uuid.UUID | None,
-           reason_code: str | None, detail: dict, now: datetime, execute=None) -> None:
+           reason_code: str | None, detail: dict, now: datetime, execute=None,
+           message_id: uuid.UUID | None = None) -> None:
     """One availability line in the conversation's thread (see AvailabilityEvent). The caller commits."""
     (execute or db.session.execute)(_RECORD, {
         "id": uuid.uuid4(), "tenant_id": tenant_id, "conversation_id": conversation_id, "kind": kind,
-        "member_id": member_id, "reason_code": reason_code, "detail": detail, "created_at": now})
+        "member_id": member_id, "reason_code": reason_code, "message_id": message_id, "detail": detail,
+        "created_at": now})
 
 
 def events_of(tenant_id: uuid.UUID, conversation_id: uuid.UUID) -> list[AvailabilityEvent]:

@@ -1,5 +1,5 @@
-"""availability: events in threads, receipts' reason code, members' last routing, the queue's expected
-assignee
+"""availability: events in threads, receipts' reason code, members' last routing and presence
+change, conversations' assignment time, the queue's expected assignee
 
 Revision ID: 3076334514a2
 Revises: 587c545073ea
@@ -26,6 +26,7 @@ def upgrade():
     sa.Column('kind', sa.String(length=20), nullable=False),
     sa.Column('member_id', sa.Uuid(), nullable=True),
     sa.Column('reason_code', sa.String(length=30), nullable=True),
+    sa.Column('message_id', sa.Uuid(), nullable=True),
     sa.Column('detail', sa.JSON(), nullable=False),
     sa.Column('created_at', core.db.UTCDateTime(timezone=True), nullable=False),
     sa.Column('id', sa.Uuid(), nullable=False),
@@ -46,12 +47,16 @@ def upgrade():
     # Plain ADD COLUMNs of nullable columns without checks: SQLite needs no rebuild.
     op.add_column('assignment_receipt', sa.Column('reason_code', sa.String(length=30), nullable=True))
     op.add_column('member', sa.Column('last_routed_at', core.db.UTCDateTime(timezone=True), nullable=True))
+    op.add_column('member', sa.Column('presence_since', core.db.UTCDateTime(timezone=True), nullable=True))
+    op.add_column('conversation', sa.Column('assigned_at', core.db.UTCDateTime(timezone=True), nullable=True))
     op.add_column('waiting_conversation', sa.Column('expected_assignee_id', sa.Uuid(), nullable=True))
 
 
 def downgrade():
     # ALTER TABLE … DROP COLUMN on both (SQLite 3.35+).
     op.drop_column('waiting_conversation', 'expected_assignee_id')
+    op.drop_column('conversation', 'assigned_at')
+    op.drop_column('member', 'presence_since')
     op.drop_column('member', 'last_routed_at')
     op.drop_column('assignment_receipt', 'reason_code')
 
