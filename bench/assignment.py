@@ -160,8 +160,8 @@ def latency(app) -> None:
     events; time each request and the wait until a real worker has assigned its conversation."""
     app.config.update({name: True for name in SWITCHES})  # to publish; the workers read the env
     with app.app_context():
-        tenant_id, agent_id, url, secret = _message_rule_tenant()
-        alone = _subscriber_in_process(app, tenant_id, url, secret)
+        tenant_id, agent_id, url, secret = message_rule_tenant()
+        alone = subscriber_in_process(app, tenant_id, url, secret)
         engine = db.engine
     client, counter = app.test_client(), itertools.count()
 
@@ -215,7 +215,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:8.3f} ms"
 
 
-def _message_rule_tenant() -> tuple[uuid.UUID, uuid.UUID, str, str]:
+def message_rule_tenant() -> tuple[uuid.UUID, uuid.UUID, str, str]:
     """A tenant with an admin, an agent, a channel and a keyword rule published for message
     events, as an administrator publishes it; (tenant id, agent id, inbound URL, channel secret)."""
     tenant = create_tenant("Bench latency", "professional")
@@ -237,7 +237,7 @@ def _message_rule_tenant() -> tuple[uuid.UUID, uuid.UUID, str, str]:
     return tenant.id, agent.id, f"/api/channels/{channel.id}/messages", secret
 
 
-def _subscriber_in_process(app, tenant_id: uuid.UUID, url: str, secret: str, runs: int = 6) -> dict:
+def subscriber_in_process(app, tenant_id: uuid.UUID, url: str, secret: str, runs: int = 6) -> dict:
     """Before any worker runs: post messages, take each queued event back out of the queue and run
     the subscriber here (no RQ), counting its statements and commits and the time spent inside
     the driver's execute calls; medians of the runs after the first (which loads caches)."""

@@ -131,6 +131,9 @@ def snapshot(conversation) -> dict:
                        status=conversation.status, updated_at=conversation.updated_at)
 
 
+SNAPSHOT_COLUMNS = ("assignee_member_id", "bot_active", "status", "updated_at")  # of the conversation, by name
+
+
 def snapshot_of(*, tenant_id: uuid.UUID, conversation_id: uuid.UUID, assignee_member_id: uuid.UUID | None,
                 bot_active: bool, status: str, updated_at: datetime) -> dict:
     """What the adapter compares before it writes, JSON-storable; `updated_at` to the microsecond,
@@ -277,7 +280,7 @@ def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.
     if availability is None:
         availability = waiting.policy_on(tenant_id, execute)
     target, expected = command.target_member_id, command.snapshot
-    refused = _refused(tenant_id, target, execute) if availability else None
+    refused, queued = _refused(tenant_id, target, conversation_id, execute) if availability else (None, False)
     outcome = "rejected" if refused else _compare_and_swap(tenant_id, command_key, conversation_id, target, expected,
                                                            execute)
     if not _set_receipt(tenant_id, command_key, conversation_id, OPEN_RECEIPT_STATES, outcome,
@@ -285,7 +288,7 @@ def apply_command(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.
         session.rollback()  # another worker finished it first: its outcome stands, not ours
         return _read_command(tenant_id, command_key, conversation_id).status
     if availability:
-        _queue_after(tenant_id, conversation_id, target, expected, outcome, refused, execute)
+        _queue_after(tenant_id, conversation_id, target, expected, outcome, refused, queued, execute)
     session.commit()
     return outcome
 
@@ -298,23 +301,24 @@ def _compare_and_swap(tenant_id: uuid.UUID, command_key: str, conversation_id: u
     return _why_changed(tenant_id, command_key, conversation_id, expected, execute)
 
 
-def _refused(tenant_id: uuid.UUID, target: uuid.UUID, execute) -> str | None:
+def _refused(tenant_id: uuid.UUID, target: uuid.UUID, conversation_id: uuid.UUID, execute) -> tuple[str | None, bool]:
     """With the tenant's availability policy on, the last fact checked before the write, in its
-    transaction: why `target` may not receive an automated assignment now (a reason code), read
-    under the member's row lock (`desk.waiting.target_state`); None when they may."""
-    seen = waiting.target_state(tenant_id, target, utcnow(), execute)
-    return None if seen is None else seen.reason_code
+    transaction: why `target` may not receive an automated assignment now (a reason code; None
+    when they may), read under the member's row lock (`desk.waiting.target_state`), and whether the
+    conversation waits in the queue."""
+    seen, queued = waiting.target_state(tenant_id, target, conversation_id, utcnow(), execute)
+    return (None if seen is None else seen.reason_code), queued
 
 
 def _queue_after(tenant_id: uuid.UUID, conversation_id: uuid.UUID, target: uuid.UUID, expected: dict,
-                 outcome: str, refused: str | None, execute) -> None:
+                 outcome: str, refused: str | None, queued: bool, execute) -> None:
     """With the policy on: a command refused for its target's availability has the conversation
-    wait for that member; an applied one takes it out of the queue."""
+    wait for that member; an applied one takes a waiting conversation out of the queue."""
     if refused:
         assignee = expected["assignee_member_id"]
         waiting.join(tenant_id, conversation_id, target, refused, None if assignee is None else uuid.UUID(assignee),
                      utcnow())
-    elif outcome == "applied":
+    elif outcome == "applied" and queued:
         waiting.leave(tenant_id, conversation_id, execute=execute)
 
 
@@ -338,7 +342,7 @@ def apply_now(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID
     if expected["tenant_id"] != str(tenant_id) or expected["conversation_id"] != str(conversation_id):
         raise ValueError("the snapshot is of another conversation")
     execute = db.session.connection().execute
-    refused = _refused(tenant_id, target, execute) if availability else None
+    refused, queued = _refused(tenant_id, target, conversation_id, execute) if availability else (None, False)
     outcome = "rejected" if refused else _compare_and_swap(tenant_id, command_key, conversation_id, target, expected,
                                                            execute)
     now = utcnow()
@@ -348,7 +352,7 @@ def apply_now(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.UUID
         "status": outcome, "reason": waiting.UNAVAILABLE if refused else None, "reason_code": refused,
         "created_at": now, "updated_at": now})
     if availability:
-        _queue_after(tenant_id, conversation_id, target, expected, outcome, refused, execute)
+        _queue_after(tenant_id, conversation_id, target, expected, outcome, refused, queued, execute)
     return row.status
 
 

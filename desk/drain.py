@@ -32,7 +32,7 @@ from core.db import db
 from desk import waiting
 from desk.availability import calendar_of, open_counts, policy_of
 from desk.availability_models import AvailabilityEvent, AvailabilityPolicy, WaitingConversation
-from desk.conversations import RECEIPTS, assign_if_unchanged, snapshot_of
+from desk.conversations import RECEIPTS, SNAPSHOT_COLUMNS, assign_if_unchanged, snapshot_of
 from desk.duty import Availability, assess, calendar_days, offline_since
 from desk.models import Conversation, Member, Message
 
@@ -62,7 +62,10 @@ class Seat:
 
 def seats(tenant_id: uuid.UUID, now: datetime, default_capacity: int) -> dict[uuid.UUID, Seat]:
     """Every active member of the tenant as seen at `now`, by id (three reads)."""
-    members = list(db.session.scalars(select(Member).where(Member.tenant_id == tenant_id, Member.active.is_(True))))
+    members = db.session.execute(select(
+        Member.id, Member.role, Member.presence, Member.presence_since, Member.last_seen_at, Member.capacity,
+        Member.shifts, Member.leave, Member.last_routed_at).where(
+        Member.tenant_id == tenant_id, Member.active.is_(True))).all()  # rows: no objects for commits to expire
     days = calendar_days(calendar_of(tenant_id))
     loads = open_counts(tenant_id, [member.id for member in members])
     found = {}
@@ -83,9 +86,9 @@ def least_loaded(board: dict[uuid.UUID, Seat], exclude: uuid.UUID | None = None)
         seat.load(), seat.last_routed_at is not None, seat.last_routed_at or datetime.min, str(seat.member_id)))
 
 
-def choose(entry: WaitingConversation, board: dict[uuid.UUID, Seat], fallback_after_minutes: int | None,
+def choose(entry, board: dict[uuid.UUID, Seat], fallback_after_minutes: int | None,
            now: datetime) -> tuple[Seat, str] | None:
-    """Who the waiting conversation goes to now and why (`preferred` or `least_loaded`), or None
+    """Who the waiting conversation (a row of WaitingConversation) goes to now and why (`preferred` or `least_loaded`), or None
     while it must wait: its preferred member once available, after `fallback_after_minutes` of
     waiting (None: never) the least loaded available agent or supervisor; without a preferred
     member the least loaded at once, never the silent assignee of a `no_reply` wait."""
@@ -112,9 +115,9 @@ def _took(seat: Seat, outcome: str, now: datetime) -> None:
 
 def drain(tenant_id: uuid.UUID, policy: dict, board: dict[uuid.UUID, Seat], now: datetime) -> int:
     """Assign what can be assigned of the tenant's waiting queue now, oldest first; how many."""
-    queue = list(db.session.scalars(select(WaitingConversation).where(WaitingConversation.tenant_id == tenant_id)
-                                    .order_by(WaitingConversation.waiting_since, WaitingConversation.conversation_id)
-                                    .limit(DRAIN_BATCH)))
+    queue = db.session.execute(select(*WaitingConversation.__table__.c).where(  # rows, as `seats`
+        WaitingConversation.tenant_id == tenant_id).order_by(
+        WaitingConversation.waiting_since, WaitingConversation.conversation_id).limit(DRAIN_BATCH)).all()
     db.session.rollback()  # only read
     assigned = 0
     for entry in queue:
@@ -129,38 +132,31 @@ def drain(tenant_id: uuid.UUID, policy: dict, board: dict[uuid.UUID, Seat], now:
     return assigned
 
 
-_CURRENT = select(Conversation.status, Conversation.assignee_member_id, Conversation.bot_active,
-                  Conversation.updated_at)
-
-
 def _take(tenant_id: uuid.UUID, conversation_id: uuid.UUID, expected_assignee: uuid.UUID | None,
           member_id: uuid.UUID, now: datetime, execute) -> tuple[str, Availability | None, dict | None]:
-    """Inside the caller's transaction: the member's availability under their row lock
-    (`unavailable`), the conversation as it stands (no longer open, or no longer assigned to
-    `expected_assignee`: `left`), then the compare-and-swap (`raced` when someone came first).
-    (`applied`, the member as seen, the snapshot written over) when it wrote."""
-    seen = waiting.target_state(tenant_id, member_id, now, execute)
+    """Inside the caller's transaction: the member's availability under their row lock and the
+    conversation as it stands (`waiting.claim`): not available (`unavailable`), no longer open or no
+    longer assigned to `expected_assignee` (`left`), then the compare-and-swap (`raced` when
+    someone came first). (`applied`, the member as seen, the snapshot written over) when it wrote."""
+    seen, current = waiting.claim(tenant_id, member_id, conversation_id, now, execute)
     if seen is None or seen.reason_code is not None:
         return "unavailable", None, None
-    current = execute(_CURRENT.where(Conversation.id == conversation_id, Conversation.tenant_id == tenant_id)).first()
     if current is None or current.status != "open" or current.assignee_member_id != expected_assignee:
         return "left", None, None
-    expected = snapshot_of(tenant_id=tenant_id, conversation_id=conversation_id, **current._mapping)
+    expected = snapshot_of(tenant_id=tenant_id, conversation_id=conversation_id,
+                           **{name: current._mapping[name] for name in SNAPSHOT_COLUMNS})
     if not assign_if_unchanged(tenant_id, conversation_id, member_id, expected, execute):
         return "raced", None, None
     return "applied", seen, expected
 
 
 def _routed(tenant_id: uuid.UUID, conversation_id: uuid.UUID, member_id: uuid.UUID, key: str, expected: dict,
-            now: datetime, execute) -> None:
-    """After the queue's own compare-and-swap: its `applied` receipt under `key` (once) and the
-    member's `last_routed_at`."""
+            now: datetime) -> None:
+    """After the queue's own compare-and-swap: its `applied` receipt under `key` (once)."""
     RECEIPTS.insert({
         "id": uuid.uuid4(), "tenant_id": tenant_id, "command_key": key, "conversation_id": conversation_id,
         "target_member_id": member_id, "snapshot": expected, "status": "applied", "reason": None,
         "created_at": now, "updated_at": now})
-    execute(update(Member).where(Member.id == member_id).values(last_routed_at=now)
-            .execution_options(synchronize_session=False))
 
 
 def assign_from_queue(tenant_id: uuid.UUID, conversation_id: uuid.UUID, since: datetime,
@@ -179,7 +175,7 @@ def assign_from_queue(tenant_id: uuid.UUID, conversation_id: uuid.UUID, since: d
         session.rollback()
         return "raced" if outcome == "applied" else outcome
     _routed(tenant_id, conversation_id, member_id, queue_key(conversation_id, f"{since.timestamp():.6f}"), expected,
-            now, execute)
+            now)
     waiting.record(tenant_id, conversation_id, "drained", member_id, None,
                    {"basis": basis, "open_count": seen.open_count, "capacity": seen.capacity}, now, execute)
     session.commit()
@@ -253,7 +249,7 @@ def _reassign(tenant_id: uuid.UUID, conversation_id: uuid.UUID, silent_member: u
         session.rollback()
         return outcome
     waiting.leave(tenant_id, conversation_id, execute=execute)
-    _routed(tenant_id, conversation_id, member_id, queue_key(conversation_id, str(message_id)), expected, now, execute)
+    _routed(tenant_id, conversation_id, member_id, queue_key(conversation_id, str(message_id)), expected, now)
     waiting.record(tenant_id, conversation_id, "reassigned", silent_member, "no_reply",
                    {"to": str(member_id), "minutes": minutes, "open_count": seen.open_count,
                     "capacity": seen.capacity}, now, execute, message_id=message_id)
@@ -299,7 +295,7 @@ def release(tenant_id: uuid.UUID, conversation_id: uuid.UUID, member_id: uuid.UU
     unassigned), waiting for anyone available, the thread's `released` line. Whether it did."""
     session = db.session
     execute = session.connection().execute
-    seen = waiting.target_state(tenant_id, member_id, now, execute)
+    seen, _ = waiting.target_state(tenant_id, member_id, conversation_id, now, execute)
     if seen is None or seen.presence != "offline" or not execute(update(Conversation).where(
             Conversation.id == conversation_id, Conversation.tenant_id == tenant_id, Conversation.status == "open",
             Conversation.assignee_member_id == member_id).values(assignee_member_id=None, assigned_at=now)

@@ -6,8 +6,10 @@ import uuid
 import pytest
 from sqlalchemy import select
 
+from core.clock import utcnow
 from core.db import db
 from core.queue_names import DEFAULT, EVENTS
+from desk import waiting
 from desk.models import AssignmentReceipt, Conversation
 from rules import execution
 from tests.support.availability import lines, named, policy_on, present, queue
@@ -130,3 +132,15 @@ def test_a_message_triggered_run_assigns_an_available_target_with_the_policy_on(
     work(app, redis_conn, EVENTS)
     assert fresh(db.session.get(Conversation, uuid.UUID(data["conversation_id"]))).assignee_member_id == agent.id
     assert [r.status for r in db.session.scalars(select(AssignmentReceipt))] == ["applied"]
+
+
+@pytest.mark.usefixtures("single_run_switches")
+def test_a_rule_command_applied_to_a_waiting_conversation_takes_it_out_of_the_queue(app, rules, tenant, published,
+                                                                                     target, redis_conn):
+    policy_on(tenant)
+    [conversation] = make_conversations(tenant, 1)
+    waiting.join(tenant.id, conversation.id, None, "agent_offline", None, utcnow())
+    db.session.commit()
+    present(target)
+    run, [receipt] = executed(app, rules, tenant, published, target, redis_conn, [conversation])
+    assert receipt["status"] == "applied" and queue() == []
