@@ -1,5 +1,6 @@
 """The agents' workbench: the conversation list, the thread, the customer's details with the
-changes people make by hand, and the cheap "changes since" poll that keeps them live."""
+changes people make by hand, the cheap "changes since" poll that keeps them live, and the team
+board of supervisors and administrators."""
 import logging
 import uuid
 from datetime import UTC, datetime
@@ -10,14 +11,14 @@ from redis.exceptions import RedisError
 from sqlalchemy import false, select
 
 from core.api import ApiError, parse_uuid
-from core.clock import iso
+from core.clock import iso, utcnow
 from core.db import db, tenant_row
 from core.forms import form_integer
 from core.text import storable
 from core.web import htmx, redirect_to
 from desk import outbound
 from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
-from desk.availability_words import PRESENCE_LABELS
+from desk.availability_words import PRESENCE_LABELS, REASON_LABELS
 from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, latest_change, list_conversations,
                         mark_read)
 from desk.models import CONVERSATION_STATUSES, Member, Message
@@ -27,6 +28,7 @@ from desk.quick_replies import tenant_replies
 from desk.replies import post_message
 from desk.search import FAR_PAST, FAR_FUTURE, parse_conditions, parse_resume, search_step
 from desk.sessions import current_member, probe_with_seat, restricted_session, workbench_required
+from desk.team import MemberState, confirmation_needed, member_states, team_board
 from desk.timeline import thread
 
 bp = Blueprint("workbench", __name__)
@@ -64,6 +66,7 @@ SEARCH_ERRORS = {
 TYPEAHEAD_LIMIT = 10
 NO_CHANGE_YET = datetime(2000, 1, 1, tzinfo=UTC)  # where the poll of a tenant without conversations starts
 STYLE_SESSION_KEY = "workbench_style"  # a restricted session's own style choice ("" for the defaults)
+CONFIRMED = "1"  # the `confirm` field of "Assign anyway": assign to a member who is unavailable or at capacity
 
 
 def _conversation_link() -> str:
@@ -109,14 +112,19 @@ def _presence_context(opened: uuid.UUID | None) -> dict:
     return {"presence_labels": PRESENCE_LABELS, "presence_locked": restricted_session(), "opened_id": opened}
 
 
+def _since(member: Member) -> str:
+    """Where the page's changes poll starts: the newest change stamp of the member's tenant."""
+    return iso(latest_change(member.tenant_id) or NO_CHANGE_YET)
+
+
 def _page(conversation=None, search: dict | None = None):
     """The whole workbench, with a conversation open or not, and search results instead of the list."""
     member = current_member()
-    stamp = latest_change(member.tenant_id)
     context = _pane_context(conversation) if conversation is not None else {}
     replies = [{"title": reply.title, "body": reply.body} for reply in tenant_replies(member.tenant_id)]
     styles = provider().styles(member)
-    return render_template("desk/workbench.html", since=iso(stamp or NO_CHANGE_YET), quick_replies=replies,
+    return render_template("desk/workbench.html", since=_since(member), quick_replies=replies,
+                           team_link=member.role in REASSIGNING_ROLES,
                            search=search, search_days=(FAR_PAST.isoformat(), FAR_FUTURE.isoformat()),
                            styles=styles, style=chosen_style(styles, _own_style(member)),
                            **_presence_context(conversation.id if conversation is not None else None),
@@ -196,6 +204,23 @@ def presence():
     if htmx:
         return render_template("desk/_presence.html", **_presence_context(_opened()))
     return _back(_opened())
+
+
+@bp.get("/workbench/team")
+@workbench_required
+def team():
+    """The team board for supervisors and administrators (an agent is refused, 403 team_forbidden):
+    each active member's presence, availability, load and shift, and the waiting queue; for htmx the
+    board alone, which the page fetches again when the changes poll reports a change and once a minute
+    (presence and heartbeats change no conversation)."""
+    member = current_member()
+    if member.role not in REASSIGNING_ROLES:
+        raise ApiError("team_forbidden", 403)
+    context = {"board": team_board(member.tenant_id, utcnow()), "reason_labels": REASON_LABELS,
+               **_presence_context(None)}
+    if htmx:
+        return render_template("desk/_team_board.html", **context)
+    return render_template("desk/team.html", since=_since(member), team_link=True, **context)
 
 
 @bp.get("/workbench/search")
@@ -387,10 +412,14 @@ def _answer(conversation_id: uuid.UUID, message: str | None = None, status: int 
 @bp.post("/workbench/conversations/<uuid:conversation_id>/assignee")
 @workbench_required
 def assign(conversation_id: uuid.UUID):
-    """Assign to me, to another active member (supervisors, administrators), or to nobody."""
+    """Assign to me, to another active member (supervisors, administrators), or to nobody. While the
+    tenant's availability policy is on, a supervisor's choice of a member who is unavailable or at
+    capacity is confirmed first: without `confirm` the answer is the confirmation, in place of the
+    typeahead's options, and nothing changes; "Assign anyway" sends it again with `confirm`."""
+    member = current_member()
     choice = request.form.get("assignee", "")
     if choice == "me":
-        target = current_member().id
+        target = member.id
     elif choice == "none":
         target = None
     else:
@@ -398,7 +427,23 @@ def assign(conversation_id: uuid.UUID):
             target = parse_uuid(choice, "invalid_form")
         except ApiError:
             return _answer(conversation_id, CHANGE_ERRORS["invalid_form"], 422)
+        if member.role in REASSIGNING_ROLES and request.form.get("confirm") != CONFIRMED:
+            warned = confirmation_needed(member.tenant_id, target, utcnow())
+            if warned is not None:
+                return _confirmation(conversation_id, warned)
     return _change(conversation_id, assignee=target)
+
+
+def _confirmation(conversation_id: uuid.UUID, state: MemberState):
+    """The question before assigning to a member who is unavailable or at capacity, with the state
+    the person saw kept for the assignment's compare-and-swap; for htmx it replaces the typeahead's
+    options."""
+    found = get_conversation(current_member().tenant_id, conversation_id)
+    html = render_template("desk/_team_confirm.html", conversation=found, state=state,
+                           reason_labels=REASON_LABELS, confirmed=CONFIRMED,
+                           seen_assignee=request.form.get("seen_assignee", ""),
+                           seen_status=request.form.get("seen_status", ""))
+    return html, 200, ({"HX-Retarget": "#assignee-options", "HX-Reswap": "innerHTML"} if htmx else {})
 
 
 @bp.post("/workbench/conversations/<uuid:conversation_id>/status")
@@ -411,7 +456,8 @@ def set_status(conversation_id: uuid.UUID):
 @bp.get("/workbench/conversations/<uuid:conversation_id>/assignees")
 @workbench_required
 def assignees(conversation_id: uuid.UUID):
-    """Typeahead: the tenant's active members whose name holds `q`, for a supervisor to choose from."""
+    """Typeahead: the tenant's active members whose name holds `q`, for a supervisor to choose from,
+    each with their presence, availability and load."""
     member = current_member()
     if member.role not in REASSIGNING_ROLES:
         raise ApiError("reassign_forbidden", 403)
@@ -423,4 +469,6 @@ def assignees(conversation_id: uuid.UUID):
     if typed:
         query = query.where(Member.display_name.icontains(typed, autoescape=True))
     members = list(db.session.scalars(query.order_by(Member.display_name).limit(TYPEAHEAD_LIMIT)))
-    return render_template("desk/_assignees.html", conversation=found, members=members, typed=typed)
+    states = member_states(member.tenant_id, members, utcnow())
+    return render_template("desk/_assignees.html", conversation=found, states=states, typed=typed,
+                           presence_labels=PRESENCE_LABELS, reason_labels=REASON_LABELS)
