@@ -1,7 +1,15 @@
-"""Fixtures of the automation console pages' tests."""
+"""Fixtures of the automation rules' tests."""
+from datetime import timedelta
+
 import pytest
+from sqlalchemy import event, update
+
+from core.clock import utcnow
+from core.db import db
+from desk.models import Member
 
 from tests.conftest import seat
+from tests.support.availability import policy_on
 from tests.support.rule_pages import BASE, bound, page_text, post_form
 
 
@@ -23,3 +31,27 @@ def saved_rule(admin_client, agents) -> str:
 def planning(app, monkeypatch):
     """The platform's planning switch on (it defaults off)."""
     monkeypatch.setitem(app.config, "AUTOMATION_PLANNING_ENABLED", True)
+
+
+@pytest.fixture(params=["policy off", "policy on"])
+def availability_both_ways(request, tenant):
+    """Each test once with the tenant's availability policy off (document 2 as written) and once on
+    with every member of the tenant online for the next day with room for a hundred conversations,
+    where availability must not change what document 2 says."""
+    if request.param == "policy off":
+        yield request.param
+        return
+    policy_on(tenant, default_capacity=100)
+    until = utcnow() + timedelta(days=1)
+
+    def present(mapper, connection, member):
+        member.presence, member.last_seen_at = "online", until
+
+    db.session.execute(update(Member).where(Member.tenant_id == tenant.id).values(presence="online",
+                                                                                  last_seen_at=until))
+    db.session.commit()
+    event.listen(Member, "before_insert", present)
+    try:
+        yield request.param
+    finally:
+        event.remove(Member, "before_insert", present)

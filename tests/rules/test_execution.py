@@ -24,7 +24,7 @@ from tests.support.rule_runs import (CONFIRM, age_receipt, complete_plan, execut
                                      make_conversations)
 from tests.support.rules import error
 
-pytestmark = pytest.mark.usefixtures("single_run_switches")
+pytestmark = pytest.mark.usefixtures("single_run_switches", "availability_both_ways")
 
 
 def test_an_approved_plan_queues_one_command_per_conversation_and_answers_before_they_run(

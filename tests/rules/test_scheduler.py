@@ -20,7 +20,7 @@ from tests.support.jobs import work
 from tests.support.rule_runs import talk
 from tests.support.rules import CONTINUOUS_SWITCHES, READ_ONLY, SCHEDULED, weekly_rule
 
-pytestmark = pytest.mark.usefixtures("continuous_switches")
+pytestmark = pytest.mark.usefixtures("continuous_switches", "availability_both_ways")
 
 
 @pytest.fixture
