@@ -1,6 +1,7 @@
 """Availability (issue 35), the stored part: validation of a tenant's policy, a member's schedule
 and the tenant's calendar (and its CSV import), and the services that save and show them. Whether a
-member is available at an instant is `desk.duty`'s to say; nothing here enforces it yet.
+member is available at an instant is `desk.duty`'s to say; the write checks it (`desk.waiting`) and the
+tick's queue work acts on it (`desk.drain`).
 
 Each validator returns the normalized value or raises `ApiError(code, 400, detail=<path of the first
 problem>)` with its own code (`invalid_policy`, `invalid_schedule`, `invalid_calendar`); a property

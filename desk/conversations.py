@@ -241,7 +241,7 @@ def _set_receipt(tenant_id: uuid.UUID, command_key: str, conversation_id: uuid.U
 
 
 def assign_if_unchanged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, target: uuid.UUID,
-                         expected: dict, execute=None) -> bool:
+                        expected: dict, execute=None) -> bool:
     """Reassign the conversation to `target` only while it is exactly as `expected` (a snapshot)."""
     assignee = expected["assignee_member_id"]
     return (execute or db.session.execute)(_ASSIGN_IF_UNCHANGED, {
