@@ -53,13 +53,28 @@ def _minutes(clock: str) -> int:
     return int(clock[:2]) * 60 + int(clock[3:])
 
 
-def _covers(shift: dict, start_day: date, local: datetime) -> bool:
-    """Whether the shift, run from `start_day`, covers the naive Beijing time `local`: from its
-    start, inclusive, to its end, exclusive, on the next day when the end is not after the start."""
+def shift_span(shift: dict, start_day: date) -> tuple[datetime, datetime]:
+    """The naive Beijing times a shift run from `start_day` covers: from its start, inclusive, to
+    its end, exclusive, on the next day when the end is not after the start."""
     start, end = _minutes(shift["start"]), _minutes(shift["end"])
     begins = datetime.combine(start_day, time()) + timedelta(minutes=start)
     length = end - start if end > start else end + DAY_MINUTES - start
-    return begins <= local < begins + timedelta(minutes=length)
+    return begins, begins + timedelta(minutes=length)
+
+
+def _covers(shift: dict, start_day: date, local: datetime) -> bool:
+    """Whether the shift, run from `start_day`, covers the naive Beijing time `local`."""
+    begins, ends = shift_span(shift, start_day)
+    return begins <= local < ends
+
+
+def weekday_worked(day: date, calendar: dict[date, CalendarDay]) -> int | None:
+    """The weekday whose shifts run on the Beijing date `day`: its own, a make-up workday's
+    `as_weekday`, or None on a holiday."""
+    special = calendar.get(day)
+    if special is None:
+        return day.isoweekday()
+    return special.as_weekday if special.kind == "workday" else None
 
 
 def on_leave(leave: list[dict], day: date) -> bool:
