@@ -47,7 +47,7 @@ CSV_HEADER = ["date", "kind", "name", "as_weekday"]
 # --- validation ---------------------------------------------------------------------------------
 
 @contextmanager
-def _refused_as(code: str) -> Iterator[None]:
+def refused_as(code: str) -> Iterator[None]:
     """Within the block, core.validation's refusals (invalid_definition, required_field_missing)
     are `400 code` with the same path; every other error passes as it is."""
     try:
@@ -58,7 +58,7 @@ def _refused_as(code: str) -> Iterator[None]:
         raise ApiError(code, 400, detail=refused.detail) from None
 
 
-def _strict(value: object, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
+def strict_object(value: object, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
     """An object: a property outside `required` and `optional` is 400 invalid_json naming it; not an
     object or a required property missing is refused by core.validation at its path."""
     if isinstance(value, dict):
@@ -87,8 +87,8 @@ def validate_policy(raw: object) -> dict:
     null), else 400 invalid_policy at `policy.<name>`: default_capacity 1-100, fallback_after_minutes
     null or 0-1440, no_reply_minutes null or 1-1440, offline_policy one of OFFLINE_POLICIES,
     release_after_minutes 1-1440 with `release_after` and null otherwise."""
-    with _refused_as("invalid_policy"):
-        obj = _strict(raw, "policy", POLICY_REQUIRED, POLICY_OPTIONAL)
+    with refused_as("invalid_policy"):
+        obj = strict_object(raw, "policy", POLICY_REQUIRED, POLICY_OPTIONAL)
         policy = {
             "enabled": check_boolean(obj["enabled"], "policy.enabled"),
             "default_capacity": check_integer(obj["default_capacity"], "policy.default_capacity", *CAPACITY_RANGE),
@@ -107,10 +107,10 @@ def validate_policy(raw: object) -> dict:
     return policy
 
 
-def _shift(value: object, path: str) -> dict:
+def check_shift(value: object, path: str) -> dict:
     """`{weekdays, start, end}`: 1 to 7 distinct weekdays (1 Monday to 7 Sunday), start `HH:MM`
     00:00-23:59, end the same or `24:00`."""
-    obj = _strict(value, path, ("weekdays", "start", "end"))
+    obj = strict_object(value, path, ("weekdays", "start", "end"))
     weekdays_path = prop_at(path, "weekdays")
     items = check_array(obj["weekdays"], weekdays_path, 1, len(WEEKDAYS))
     weekdays = []
@@ -129,7 +129,7 @@ def _shift(value: object, path: str) -> dict:
 
 def _leave(value: object, path: str) -> dict:
     """`{from, to}`: two dates, `from` not after `to` (else the path of `to`)."""
-    obj = _strict(value, path, ("from", "to"))
+    obj = strict_object(value, path, ("from", "to"))
     first, last = _date(obj["from"], prop_at(path, "from")), _date(obj["to"], prop_at(path, "to"))
     if first > last:  # ISO dates of four-digit years sort as the days do
         fail(prop_at(path, "to"))
@@ -139,18 +139,18 @@ def _leave(value: object, path: str) -> dict:
 def validate_schedule(capacity: object, shifts: object, leave: object) -> tuple[int | None, list, list]:
     """A member's capacity (null or 1-100), at most 14 shifts and at most 50 leave ranges, else 400
     invalid_schedule at `capacity`, `shifts[i].…` or `leave[i].…`."""
-    with _refused_as("invalid_schedule"):
+    with refused_as("invalid_schedule"):
         checked = _integer_or_null(capacity, "capacity", *CAPACITY_RANGE)
         shift_items = check_array(shifts, "shifts", 0, SHIFTS_LIMIT)
         leave_items = check_array(leave, "leave", 0, LEAVE_LIMIT)
-        return (checked, [_shift(item, item_at("shifts", index)) for index, item in enumerate(shift_items)],
+        return (checked, [check_shift(item, item_at("shifts", index)) for index, item in enumerate(shift_items)],
                 [_leave(item, item_at("leave", index)) for index, item in enumerate(leave_items)])
 
 
 def _calendar_entry(value: object, path: str) -> dict:
     """`{date, kind, name, as_weekday}`: a date, holiday or workday, a name of 1-60 characters
     (trimmed), and `as_weekday` 1-7 for a workday, absent or null for a holiday."""
-    obj = _strict(value, path, ("date", "kind", "name"), ("as_weekday",))
+    obj = strict_object(value, path, ("date", "kind", "name"), ("as_weekday",))
     entry = {"date": _date(obj["date"], prop_at(path, "date")),
              "kind": check_choice(obj["kind"], prop_at(path, "kind"), CALENDAR_KINDS),
              "name": check_text(obj["name"], prop_at(path, "name"), NAME_LIMIT),
@@ -174,7 +174,7 @@ def _distinct_dates(entries: list[dict], paths: list[str]) -> None:
 def validate_calendar(raw: object) -> list[dict]:
     """At most 200 entries with distinct dates, else 400 invalid_calendar at `calendar` or
     `calendar[i].…`."""
-    with _refused_as("invalid_calendar"):
+    with refused_as("invalid_calendar"):
         items = check_array(raw, "calendar", 0, CALENDAR_LIMIT)
         paths = [item_at("calendar", index) for index in range(len(items))]
         entries = [_calendar_entry(item, path) for item, path in zip(items, paths)]
@@ -220,7 +220,7 @@ def parse_calendar_csv(data: bytes) -> list[dict]:
     holiday). Any problem is 400 invalid_calendar at `line N` (the row's line in the file) or
     `line N.<column>`: a missing or other header, a row of another width, a value the calendar
     refuses, a date given twice, more than 200 entries."""
-    with _refused_as("invalid_calendar"):
+    with refused_as("invalid_calendar"):
         rows = _csv_rows(data)
         first = next(rows, None)
         if first is None or [field.strip() for field in first[1]] != CSV_HEADER:

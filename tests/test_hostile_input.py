@@ -311,6 +311,10 @@ def _json_bodies(estate: Estate) -> dict:
         "availability_api.replace_calendar": {"calendar": [
             {"date": "2026-10-01", "kind": "holiday", "name": "国庆节", "as_weekday": None},
             {"date": "2026-10-10", "kind": "workday", "name": "国庆节调休", "as_weekday": 5}]},
+        "service_levels_api.save_settings": {"policies": [
+            {"channel_id": None, "first_response_minutes": 30, "next_response_minutes": 60,
+             "resolution_minutes": 2880, "hours": "business"}],
+            "hours": [{"weekdays": [1, 2, 3, 4, 5], "start": "09:00", "end": "18:00"}]},
         "studio_api.action_operation": [
             {"operation": "run", "version": 1, "record_id": v["record_id"], "action_key": "crm",
              "binding_id": _binding_id(), "confirm": True},
