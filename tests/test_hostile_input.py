@@ -17,15 +17,11 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import quote_from_bytes, urlsplit
 
-import pytest
 from sqlalchemy import select
 
-from core.clock import utcnow
 from core.config import PROJECT_ROOT
 from core.crypto import hmac_sha256_hex
 from core.db import db
-from desk.availability import replace_calendar, save_schedule
-from desk.availability_models import WaitingConversation
 from desk.models import Member, User
 from studio.catalog import PUBLISH_PERMISSIONS
 from studio.models import StudioActionBinding
@@ -61,21 +57,6 @@ HOSTILE_JSON = [*HOSTILE_TEXT, *RAW, None, True, 0, -1, 2 ** 63, 10 ** 400, 1.5,
 # Whole bodies: not JSON, not an object, not UTF-8, nested past any stack, a name twice.
 HOSTILE_BODIES = [b"", b"null", b"[]", b"1e400", b'"\\ud800"', b"\xff\xfe", b"{" * 100_000 + b"}" * 100_000,
                   b"[" * 5_000 + b"]" * 5_000, b'{"a": 1, "a": 2}', "{}".encode("utf-16"), b"{}\x00"]
-
-
-@pytest.fixture
-def estate(estate, tenant):
-    """The walk's estate with availability stored too (an agent's schedule, a calendar, a waiting
-    conversation), so the availability page shows every form, the calendar's clear button included."""
-    first = _agents()[0]
-    save_schedule(tenant.id, None, first.id, 3, [{"weekdays": [1, 2, 3, 4, 5], "start": "22:00", "end": "06:00"}],
-                  [{"from": "2026-01-30", "to": "2026-02-02"}], utcnow())
-    replace_calendar(tenant.id, None, [{"date": "2026-10-01", "kind": "holiday", "name": "国庆节"},
-                                       {"date": "2026-10-10", "kind": "workday", "name": "国庆节调休", "as_weekday": 5}])
-    db.session.add(WaitingConversation(tenant_id=tenant.id, conversation_id=uuid.UUID(estate.values["conversation_id"]),
-                                       preferred_member_id=first.id, reason_code="agent_offline"))
-    db.session.commit()
-    return estate
 
 
 # --- routes ----------------------------------------------------------------------------------

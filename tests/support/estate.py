@@ -7,9 +7,13 @@ from urllib.parse import quote_from_bytes
 
 from rq import Queue
 
+from core.clock import utcnow
 from core.config import AUTOMATION_SWITCHES
 from core.db import db
 from core.queue_names import DEFAULT
+from desk import waiting
+from desk.availability import replace_calendar, save_policy, save_schedule
+from desk.availability_models import POLICY_DEFAULTS
 from desk.channels import create_channel
 from desk.conversations import mark_sending, resolve_uncertain
 from desk.handoff import issue_link_token
@@ -17,6 +21,7 @@ from desk.knowledge import create_document, publish, save_version
 from desk.models import ChannelDelivery, Conversation, Customer, Message, OfficialAccount
 from desk.outbound import set_endpoint
 from desk.quick_replies import add_reply
+from desk.service_levels import save_settings
 from desk.sessions import IMPERSONATION
 from desk.tenancy import add_member
 from openapi.apps import CONFIRMED_SCOPES, SCOPES, create_app as create_open_app
@@ -147,6 +152,7 @@ def build_estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns)
     db.session.add(ChannelDelivery(tenant_id=tenant.id, channel_id=chat.channel_id, message_id=sent.id, body="{}",
                                    status="failed", attempts=8))  # the retry form shows
     db.session.commit()
+    availability(tenant, first, chat)
     Queue(DEFAULT, connection=redis_conn).empty()  # the walk runs no jobs
 
     seat(tenant, "supervisor", "supervisor@test.example")
@@ -164,6 +170,24 @@ def build_estate(app, tenant, other_tenant, admin, monkeypatch, redis_conn, dns)
               "record_id": record_id, "action_key": "crm", "action_run_id": action_run_id, "tag": "zh-CN",
               "admin_email": admin.user.email, "tenant_id": str(tenant.id), "member_id": str(first.id)}
     return Estate(values, browser, app.test_client(), channel_secret, opened.token, *walkers)
+
+
+def availability(tenant, member, conversation) -> None:
+    """The tenant's availability policy on, a member's night shift and leave, a holiday and a
+    make-up workday, the conversation waiting for that member (its thread's line included), and
+    service-level policies with weekly hours: the availability page, the team board and the thread
+    show every part."""
+    save_policy(tenant.id, None, {**POLICY_DEFAULTS, "enabled": True, "no_reply_minutes": 10,
+                                  "offline_policy": "release_after", "release_after_minutes": 30})
+    save_schedule(tenant.id, None, member.id, 3, [{"weekdays": [1, 2, 3, 4, 5], "start": "22:00", "end": "06:00"}],
+                  [{"from": "2026-01-30", "to": "2026-02-02"}], utcnow())
+    replace_calendar(tenant.id, None, [{"date": "2026-10-01", "kind": "holiday", "name": "国庆节"},
+                                       {"date": "2026-10-10", "kind": "workday", "name": "国庆节调休", "as_weekday": 5}])
+    waiting.join(tenant.id, conversation.id, member.id, "agent_offline", conversation.assignee_member_id, utcnow())
+    save_settings(tenant.id, None, [{"channel_id": None, "first_response_minutes": 30, "next_response_minutes": 60,
+                                     "resolution_minutes": 2880, "hours": "business"}],
+                  [{"weekdays": [1, 2, 3, 4, 5], "start": "09:00", "end": "18:00"}])
+    db.session.commit()
 
 
 def workbench_tool(browser, tenant, admin, settings: dict) -> str:
