@@ -1,8 +1,10 @@
-"""Workbench fixtures."""
+"""Workbench fixtures, and two named agents for the availability tests."""
 import pytest
 
 from core.db import db
-from desk.models import Conversation, Customer
+from desk.models import Conversation, Customer, Member
+from tests.conftest import seat
+from tests.support.availability import named
 
 
 @pytest.fixture
@@ -15,3 +17,15 @@ def conversation(tenant) -> Conversation:
     db.session.add(found)
     db.session.commit()
     return found
+
+
+@pytest.fixture
+def lilei(tenant) -> Member:
+    """An agent named 李雷, committed."""
+    return named(seat(tenant, "agent"), "李雷")
+
+
+@pytest.fixture
+def hanmeimei(tenant) -> Member:
+    """An agent named 韩梅梅, committed."""
+    return named(seat(tenant, "agent"), "韩梅梅")

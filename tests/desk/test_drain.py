@@ -6,7 +6,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
-import pytest
 from sqlalchemy import select, update
 
 from core.clock import utcnow
@@ -16,7 +15,7 @@ from desk.conversations import change_by_hand
 from desk.models import AssignmentReceipt, Conversation
 from jobs import wiring
 from tests.conftest import seat
-from tests.support.availability import lines, named, policy_on, present, queue
+from tests.support.availability import lines, policy_on, present, queue
 from tests.support.desk import browser_of, fresh
 from tests.support.rule_runs import make_conversations
 
@@ -40,16 +39,6 @@ def holding(tenant, member, count: int, start: int = 100) -> None:
 def receipts() -> list[AssignmentReceipt]:
     db.session.expire_all()
     return list(db.session.scalars(select(AssignmentReceipt)))
-
-
-@pytest.fixture
-def lilei(tenant):
-    return named(seat(tenant, "agent"), "李雷")
-
-
-@pytest.fixture
-def hanmeimei(tenant):
-    return named(seat(tenant, "agent"), "韩梅梅")
 
 
 def test_the_preferred_member_coming_online_gets_the_conversation_at_the_next_sweep(app, tenant, lilei, admin):

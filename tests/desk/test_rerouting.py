@@ -4,7 +4,6 @@ not count, a reply or a manual reassignment stops the timer) and the offline pol
 `release_on_customer_reply`; `keep` keeps)."""
 from datetime import timedelta
 
-import pytest
 from sqlalchemy import update
 
 from core.clock import utcnow
@@ -12,22 +11,11 @@ from core.db import db
 from desk import drain
 from desk.conversations import change_by_hand
 from desk.models import Conversation, Message
-from tests.conftest import seat
-from tests.support.availability import lines, named, policy_on, present, queue
+from tests.support.availability import lines, policy_on, present, queue
 from tests.support.desk import browser_of, fresh
 from tests.support.rule_runs import make_conversations
 
 ZH = {"Accept-Language": "zh-CN"}
-
-
-@pytest.fixture
-def lilei(tenant):
-    return named(seat(tenant, "agent"), "李雷")
-
-
-@pytest.fixture
-def hanmeimei(tenant):
-    return named(seat(tenant, "agent"), "韩梅梅")
 
 
 def assigned(tenant, member, minutes_ago: float) -> Conversation:
