@@ -57,6 +57,11 @@ UNAVAILABLE = Counter("unavailable_answers_total", "Answers 503 because a store 
                       "refusing writes, by store (database, redis).", ["store"], registry=REGISTRY)
 LOGINS = Counter("login_attempts_total", "Refused console logins: failed (wrong e-mail or password) or throttled.",
                  ["outcome"], registry=REGISTRY)
+SERVICE_LEVEL_BREACHES = Counter("service_level_breaches_total", "Service-level targets breached, by target kind "
+                                 "(first_response, next_response, resolution).", ["kind"], registry=REGISTRY)
+TIMERS_ENDED = Counter("service_level_timers_ended_total", "Service-level timers ended by a reply or by "
+                      "resolving, by target kind and outcome (met, breached, closed).", ["kind", "outcome"],
+                      registry=REGISTRY)
 
 bp = Blueprint("metrics", __name__)
 

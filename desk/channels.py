@@ -14,7 +14,9 @@ from core.crypto import decrypt_cached, encrypt, hmac_sha256_hex
 from core.db import db, prepared, upsert_insert
 from core.once import CreateOnce
 from core.text import storable
+from desk import service_timers
 from desk.models import Channel, Conversation, Customer, Message, Tenant
+from desk.service_level_models import ServiceLevelSettings
 
 TIMESTAMP_SKEW = 300
 SIGNATURE_RE = re.compile(r"v1=([0-9a-f]{64})")
@@ -27,9 +29,13 @@ MESSAGES = CreateOnce(Message, ("channel_id", "external_id"))  # a replay answer
 # loaded or flushed for a message (measured in docs/benchmarks.md).
 _CHANNEL, _TENANT = Channel.__table__, Tenant.__table__
 _CUSTOMER, _CONVERSATION = Customer.__table__, Conversation.__table__
+_SERVICE_LEVELS = ServiceLevelSettings.__table__
+# The channel row carries its tenant's service-level policies (null without any), so a message of a
+# tenant without service levels costs no statement for them.
 _ACTIVE_CHANNEL = (
-    select(_CHANNEL.c.id, _CHANNEL.c.tenant_id, _CHANNEL.c.secret_encrypted)
+    select(_CHANNEL.c.id, _CHANNEL.c.tenant_id, _CHANNEL.c.secret_encrypted, _SERVICE_LEVELS.c.policies)
     .join(_TENANT, _TENANT.c.id == _CHANNEL.c.tenant_id)
+    .outerjoin(_SERVICE_LEVELS, _SERVICE_LEVELS.c.tenant_id == _CHANNEL.c.tenant_id)
     .where(_CHANNEL.c.id == bindparam("p_channel"), _CHANNEL.c.active.is_(True), _TENANT.c.active.is_(True)))
 # The customer's latest conversation on the channel gets the activity (and reopens when it was
 # resolved) in one UPDATE; `updated_at` moves by the column's own onupdate.
@@ -116,7 +122,8 @@ def parse_inbound(body: dict) -> Inbound:
 
 
 def find_channel(channel_id: uuid.UUID) -> Row | None:
-    """The channel's id, tenant and encrypted secret, while the channel and its tenant are active."""
+    """The channel's id, tenant, encrypted secret and service-level policies, while the channel and its
+    tenant are active."""
     return db.session.execute(_ACTIVE_CHANNEL, {"p_channel": channel_id}).first()
 
 
@@ -189,4 +196,6 @@ def store_inbound(channel: Row, inbound: Inbound) -> Stored:
         "conversation_id": conversation_id, "direction": "inbound", "kind": "public", "text": inbound.text})
     if replayed:
         return _replay(channel, message)
+    if service_timers.has_targets(channel.policies):
+        service_timers.on_customer_message(channel.tenant_id, conversation_id, channel.id, channel.policies, utcnow())
     return Stored(channel.tenant_id, conversation_id, message.id, duplicate=False)

@@ -14,7 +14,7 @@ from core.api import ApiError
 from core.clock import iso, utcnow
 from core.db import WROTE, db, tenant_row
 from core.once import CreateOnce
-from desk import waiting
+from desk import service_timers, waiting
 from desk.models import (CONVERSATION_STATUSES, AssignmentReceipt, Conversation, ConversationEvent, Member,
                          Message)
 
@@ -91,6 +91,8 @@ def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UU
         raise ApiError("conversation_changed", 409)
     waiting.leave(tenant_id, conversation.id)  # a change by hand takes it out of the waiting queue
     now = utcnow()
+    if "status" in values:
+        service_timers.on_status(tenant_id, conversation.id, status, actor.id, now)
     db.session.add_all(ConversationEvent(
         tenant_id=tenant_id, conversation_id=conversation.id, actor_member_id=actor.id, kind=kind,
         before=None if before is None else str(before), after=None if after is None else str(after), created_at=now)

@@ -9,6 +9,7 @@ from core.clock import utcnow
 from core.db import db
 from core.once import CreateOnce
 from core.text import JS_WHITESPACE, storable
+from desk import service_timers
 from desk.channels import TEXT_LIMIT
 from desk.conversations import get_conversation
 from desk.inbox import mark_read
@@ -45,4 +46,6 @@ def post_message(tenant_id: uuid.UUID, author: Member, conversation_id: uuid.UUI
     db.session.execute(update(Conversation).where(Conversation.id == conversation.id, Conversation.tenant_id == tenant_id)
                        .values(last_activity_at=now).execution_options(synchronize_session=False))
     mark_read(author.id, conversation)
+    if kind == "public":
+        service_timers.on_reply(tenant_id, conversation.id, author.id, now)
     return message, add_delivery(conversation, db.session.get(Message, message.id))

@@ -17,10 +17,9 @@ from core.db import db, upsert_insert
 from core.validation import check_array, check_choice, check_integer, fail, item_at, prop_at
 from desk.availability import check_shift, refused_as, strict_object
 from desk.models import Channel
-from desk.service_level_models import ServiceLevelSettings
+from desk.service_level_models import HOURS_KINDS, ServiceLevelSettings
 
 TARGETS = ("first_response_minutes", "next_response_minutes", "resolution_minutes")
-HOURS_KINDS = ("business", "calendar")
 TARGET_RANGE = (1, 43_200)  # minutes: up to 30 days
 OVERRIDES_LIMIT, HOURS_LIMIT = 20, 14
 DEFAULT_POLICY = {"channel_id": None, **{name: None for name in TARGETS}, "hours": "business"}

@@ -1,6 +1,6 @@
 """A conversation's thread as the workbench shows it: messages, private notes and the decisions
 about the conversation (changes by hand with their actor, automated reassignments with the rule,
-revision, trigger, reason and run), in time order."""
+revision, trigger, reason and run, availability decisions, service-level breaches), in time order."""
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,9 +24,10 @@ Explainer = Callable[[uuid.UUID, list], dict]
 
 @dataclass
 class Entry:
-    """One line of the thread: a `message`, a `change` by hand, an automated `decision`, or an
+    """One line of the thread: a `message`, a `change` by hand, an automated `decision`, an
     `availability` decision (issue 35: `change` is its kind, `actor` the member it is about,
-    `after` the member it went to, `why` its reason code and numbers)."""
+    `after` the member it went to, `why` its reason code and numbers) or a service-level `breach`
+    (issue 36: `change` is the target's kind)."""
 
     kind: str
     at: datetime
@@ -48,8 +49,8 @@ def member_names(tenant_id: uuid.UUID, ids: set) -> dict[str, str]:
             .where(Member.tenant_id == tenant_id, Member.id.in_(wanted)))}
 
 
-def thread(conversation: Conversation) -> list[Entry]:
-    """The conversation's entries, oldest first."""
+def thread(conversation: Conversation, timers: list) -> list[Entry]:
+    """The conversation's entries, oldest first; `timers` are its service-level timers."""
     messages = conversation_messages(conversation)
     events = conversation_events(conversation)
     # The queue's own assignments are told by their availability lines, with the reason.
@@ -82,4 +83,5 @@ def thread(conversation: Conversation) -> list[Entry]:
                       after=names.get(e.detail["to"], former) if "to" in e.detail else None,
                       why={"reason_code": e.reason_code, **e.detail})
                 for e in availability]
+    entries += [Entry("breach", t.breached_at, change=t.kind) for t in timers if t.breached_at is not None]
     return sorted(entries, key=lambda entry: entry.at)

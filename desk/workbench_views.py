@@ -26,6 +26,8 @@ from desk.panels import BEFORE, chosen_style, provider
 from desk.presence import set_presence
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
+from desk.service_timers import timers_of
+from desk.service_words import KIND_LABELS, OUTCOME_LABELS, standing
 from desk.search import FAR_PAST, FAR_FUTURE, parse_conditions, parse_resume, search_step
 from desk.sessions import current_member, probe_with_seat, restricted_session, workbench_required
 from desk.team import MemberState, confirmation_needed, member_states, team_board
@@ -36,7 +38,8 @@ log = logging.getLogger(__name__)
 
 # What people read (lazy: translated when shown, in the request's language).
 STATUS_LABELS = {"open": _l("Open"), "pending": _l("Pending"), "resolved": _l("Resolved")}
-VIEW_LABELS = {"mine": _l("Mine"), "unassigned": _l("Unassigned"), "all": _l("All")}
+VIEW_LABELS = {"mine": _l("Mine"), "unassigned": _l("Unassigned"), "all": _l("All"),
+               "breaching": _l("Breaching soon")}
 TRIGGER_LABELS = {"manual": _l("a manual plan"), "scheduled": _l("a scheduled round"),
                   "message_event": _l("a new message")}
 CHANGE_ERRORS = {
@@ -85,15 +88,18 @@ def _tab() -> tuple[str, str]:
 def _list_context(status: str, view: str) -> dict:
     """What the list partial shows."""
     member = current_member()
-    return {"conversations": list_conversations(member.tenant_id, member.id, status, view), "status": status,
+    now = utcnow()
+    return {"conversations": list_conversations(member.tenant_id, member.id, status, view, now), "status": status,
             "view": view, "statuses": STATUSES, "views": VIEWS, "status_labels": STATUS_LABELS,
-            "view_labels": VIEW_LABELS, "conversation_link": _conversation_link()}
+            "view_labels": VIEW_LABELS, "conversation_link": _conversation_link(), "now": now, "standing": standing}
 
 
 def _conversation_context(conversation, message: str | None = None) -> dict:
     """What the thread and the details panel show."""
-    member = current_member()
-    return {"conversation": conversation, "entries": thread(conversation), "change_message": message,
+    member, timers = current_member(), timers_of(conversation.tenant_id, conversation.id)
+    return {"conversation": conversation, "entries": thread(conversation, timers), "change_message": message,
+            "timers": timers, "now": utcnow(), "standing": standing, "kind_labels": KIND_LABELS,
+            "outcome_labels": OUTCOME_LABELS,
             "may_reassign": member.role in REASSIGNING_ROLES, "conversation_statuses": CONVERSATION_STATUSES,
             "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS, "client_message_id": uuid.uuid4()}
 

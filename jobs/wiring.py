@@ -40,6 +40,7 @@ TICK_HANDLERS = (
     "rules.message_events.sweep",
     "rules.scheduler.tick",
     "desk.drain.sweep",
+    "desk.service_timers.sweep",
 )
 
 # Called with the event's ids, each in a job of its own.

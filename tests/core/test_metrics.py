@@ -240,7 +240,8 @@ def test_every_alert_names_only_exported_metrics(client):
              for rule in group["rules"]]
     assert {rule["alert"] for rule in rules} == {"SchedulerStopped", "WebhookQueueGrowing", "ScriptTimeouts",
                                                  "GenerationFailures", "ServerErrors", "ClockLeaseLost",
-                                                 "ClockLeaseFlapping", "JobsAbandoned", "StoreUnavailable"}
+                                                 "ClockLeaseFlapping", "JobsAbandoned", "StoreUnavailable",
+                                                 "ServiceLevelBreaches"}
     for rule in rules:
         expression = re.sub(r"\{[^}]*\}|\[[^\]]*\]|\"[^\"]*\"", " ", rule["expr"])
         names = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", expression)) - PROMQL_WORDS

@@ -1,10 +1,13 @@
-"""Workbench fixtures, and two named agents for the availability tests."""
+"""Workbench fixtures, two named agents for the availability tests, and a desk whose clock the
+service-level tests set."""
 import pytest
 
 from core.db import db
 from desk.models import Conversation, Customer, Member
 from tests.conftest import seat
 from tests.support.availability import named
+from tests.support.desk import browser_of
+from tests.support.service_levels import Desk
 
 
 @pytest.fixture
@@ -29,3 +32,9 @@ def lilei(tenant) -> Member:
 def hanmeimei(tenant) -> Member:
     """An agent named 韩梅梅, committed."""
     return named(seat(tenant, "agent"), "韩梅梅")
+
+
+@pytest.fixture
+def desk(monkeypatch, app, client, channel, agent) -> Desk:
+    """One customer's conversation on `channel`, with `agent` replying, at instants the test sets."""
+    return Desk(monkeypatch, client, channel, browser_of(app, agent))

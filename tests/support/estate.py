@@ -3,6 +3,7 @@ every form, and everyone who walks it; and the app's routes with their paths fil
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from urllib.parse import quote_from_bytes
 
 from rq import Queue
@@ -21,6 +22,7 @@ from desk.knowledge import create_document, publish, save_version
 from desk.models import ChannelDelivery, Conversation, Customer, Message, OfficialAccount
 from desk.outbound import set_endpoint
 from desk.quick_replies import add_reply
+from desk.service_level_models import ServiceLevelTimer
 from desk.service_levels import save_settings
 from desk.sessions import IMPERSONATION
 from desk.tenancy import add_member
@@ -187,7 +189,24 @@ def availability(tenant, member, conversation) -> None:
     save_settings(tenant.id, None, [{"channel_id": None, "first_response_minutes": 30, "next_response_minutes": 60,
                                      "resolution_minutes": 2880, "hours": "business"}],
                   [{"weekdays": [1, 2, 3, 4, 5], "start": "09:00", "end": "18:00"}])
+    service_levels_of(conversation, member, utcnow())
     db.session.commit()
+
+
+def service_levels_of(conversation, member, now: datetime) -> None:
+    """A first response met, a next response breached and still running, a resolution paused: the
+    list's badge, "Breaching soon" and the thread's targets and breach line show every part."""
+    hour, ids = timedelta(hours=1), {"tenant_id": conversation.tenant_id, "conversation_id": conversation.id,
+                                     "channel_id": conversation.channel_id, "hours": "business"}
+    db.session.add_all([
+        ServiceLevelTimer(**ids, kind="first_response", target_minutes=30, started_at=now - 3 * hour,
+                          started_on=now.date(), used_minutes=12.0, due_at=now - 2 * hour, stopped_at=now - 2.5 * hour,
+                          elapsed_minutes=12.0, member_id=member.id, outcome="met"),
+        ServiceLevelTimer(**ids, kind="next_response", target_minutes=60, started_at=now - 2 * hour,
+                          started_on=now.date(), counted_since=now - 2 * hour, due_at=now - hour,
+                          breached_at=now - hour, outcome="breached"),
+        ServiceLevelTimer(**ids, kind="resolution", target_minutes=2880, started_at=now - 3 * hour,
+                          started_on=now.date(), used_minutes=60.0)])
 
 
 def workbench_tool(browser, tenant, admin, settings: dict) -> str:
