@@ -30,7 +30,8 @@ class ServiceLevelSettings(Base):
 TIMER_KINDS = ("first_response", "next_response", "resolution")
 OUTCOMES = ("met", "breached", "closed")  # closed: a response timer ended by resolving, no reply given
 OPEN_DUE = "breached_at IS NULL AND stopped_at IS NULL AND due_at IS NOT NULL"  # what the breach sweep looks at
-RUNNING = "stopped_at IS NULL"  # what the workbench's "Breaching soon" looks at, breached or not
+RUNNING = "stopped_at IS NULL"
+BREACHED = "breached_at IS NOT NULL"  # the team board's count of breaches  # what the workbench's "Breaching soon" looks at, breached or not
 
 
 class ServiceLevelTimer(UUIDPrimaryKey, Base):
@@ -49,7 +50,9 @@ class ServiceLevelTimer(UUIDPrimaryKey, Base):
         Index("ix_service_level_timer_due", "due_at", postgresql_where=text(OPEN_DUE), sqlite_where=text(OPEN_DUE)),
         Index("ix_service_level_timer_tenant_id_due_at", "tenant_id", "due_at", postgresql_where=text(RUNNING),
               sqlite_where=text(RUNNING)),
-        Index("ix_service_level_timer_tenant_id_started_on", "tenant_id", "started_on"))
+        Index("ix_service_level_timer_tenant_id_started_on", "tenant_id", "started_on"),
+        Index("ix_service_level_timer_tenant_id_breached_at", "tenant_id", "breached_at",
+              postgresql_where=text(BREACHED), sqlite_where=text(BREACHED)))
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
     conversation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("conversation.id"))

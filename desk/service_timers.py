@@ -16,7 +16,7 @@ after its due time before the tick saw it. Services flush only.
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, exists, select, update
+from sqlalchemy import ColumnElement, exists, func, select, update
 
 from core.clock import to_beijing, utcnow
 from core.db import db
@@ -186,6 +186,11 @@ def sweep() -> int:
     recorded = breach(utcnow())
     db.session.commit()
     return recorded
+
+
+def breached_since(tenant_id: uuid.UUID, since: datetime) -> int:
+    """How many of the tenant's targets were breached at or after `since` (the team board's count)."""
+    return db.session.scalar(select(func.count()).where(Timer.tenant_id == tenant_id, Timer.breached_at >= since))
 
 
 def timers_of(tenant_id: uuid.UUID, conversation_id: uuid.UUID) -> list[Timer]:

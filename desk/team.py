@@ -12,11 +12,13 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 
+from core.clock import beijing_day_range, to_beijing
 from core.db import db
 from desk.availability import calendar_of, open_counts, policy_of
 from desk.availability_models import WaitingConversation
 from desk.duty import AT_CAPACITY, AWAY, OFFLINE, assess, calendar_days, duty_reason
 from desk.models import Member
+from desk.service_timers import breached_since
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ class MemberState:
 class TeamBoard:
     """The team board at `as_of`: whether the tenant's availability policy is on, its default
     capacity, every active member by name, and how many conversations wait and since when the
-    oldest (None: nobody waits)."""
+    oldest (None: nobody waits), and how many service-level targets were breached since Beijing
+    midnight."""
 
     as_of: datetime
     policy_enabled: bool
@@ -62,6 +65,7 @@ class TeamBoard:
     members: list[MemberState]
     waiting: int
     oldest_waiting_since: datetime | None
+    breached_today: int
 
     @property
     def oldest_wait_minutes(self) -> int | None:
@@ -88,15 +92,17 @@ def member_states(tenant_id: uuid.UUID, members: list[Member], now: datetime,
 
 def team_board(tenant_id: uuid.UUID, now: datetime) -> TeamBoard:
     """The board of the tenant at `now`: its active members (agents, supervisors and administrators)
-    by display name, and its waiting queue's size and oldest entry."""
+    by display name, its waiting queue's size and oldest entry, and today's breaches."""
     members = list(db.session.scalars(select(Member).where(Member.tenant_id == tenant_id, Member.active.is_(True))
                                       .order_by(Member.display_name, Member.id)))
     policy = policy_of(tenant_id)
     waiting, oldest = db.session.execute(
         select(func.count(), func.min(WaitingConversation.waiting_since))
         .where(WaitingConversation.tenant_id == tenant_id)).one()
+    today = to_beijing(now).date()
     return TeamBoard(now, policy["enabled"], policy["default_capacity"],
-                     member_states(tenant_id, members, now, policy), waiting, oldest)
+                     member_states(tenant_id, members, now, policy), waiting, oldest,
+                     breached_since(tenant_id, beijing_day_range(today, today)[0]))
 
 
 def confirmation_needed(tenant_id: uuid.UUID, member_id: uuid.UUID, now: datetime) -> MemberState | None:

@@ -19,6 +19,7 @@ depends_on = None
 
 OPEN_DUE = "breached_at IS NULL AND stopped_at IS NULL AND due_at IS NOT NULL"
 RUNNING = "stopped_at IS NULL"
+BREACHED = "breached_at IS NOT NULL"
 
 
 def upgrade():
@@ -59,9 +60,12 @@ def upgrade():
                     unique=False, postgresql_where=sa.text(RUNNING), sqlite_where=sa.text(RUNNING))
     op.create_index('ix_service_level_timer_tenant_id_started_on', 'service_level_timer',
                     ['tenant_id', 'started_on'], unique=False)
+    op.create_index('ix_service_level_timer_tenant_id_breached_at', 'service_level_timer', ['tenant_id', 'breached_at'],
+                    unique=False, postgresql_where=sa.text(BREACHED), sqlite_where=sa.text(BREACHED))
 
 
 def downgrade():
+    op.drop_index('ix_service_level_timer_tenant_id_breached_at', table_name='service_level_timer')
     op.drop_index('ix_service_level_timer_tenant_id_started_on', table_name='service_level_timer')
     op.drop_index('ix_service_level_timer_tenant_id_due_at', table_name='service_level_timer')
     op.drop_index('ix_service_level_timer_due', table_name='service_level_timer')

@@ -15,6 +15,7 @@ from desk.availability import replace_calendar, save_policy
 from desk.availability_models import WaitingConversation
 from desk.handoff import issue_link_token
 from desk.models import Conversation, Customer, Member, Tenant
+from desk.service_level_models import ServiceLevelTimer
 from desk.sessions import ASSISTANT, IMPERSONATION
 from tests.conftest import csrf_from, seat
 from tests.support.desk import HX, browser_of, fresh, stop_the_clock
@@ -356,3 +357,23 @@ def test_the_typeahead_and_its_question_in_chinese(app, tenant, supervisor, conv
     text = words(asked.get_data(as_text=True))
     assert "仍然分配给 Cy Never 吗？" in text and "离线" in text and "超出容量：已有 1 / 1 个进行中" in text
     assert "仍然分配" in text and "取消" in text
+
+
+def test_the_board_counts_the_service_level_targets_breached_since_beijing_midnight(tenant, board, chat_channel):
+    [conversation] = conversations_of(tenant, None, 1)
+    for breached_at in (NOW - timedelta(hours=3), NOW - timedelta(hours=1), NOW):  # 07:00, 09:00, 10:00 Beijing
+        db.session.add(ServiceLevelTimer(
+            tenant_id=tenant.id, conversation_id=conversation.id, channel_id=chat_channel.id,
+            kind="next_response", hours="calendar", target_minutes=5, started_at=breached_at,
+            started_on=breached_at.date(), due_at=breached_at, breached_at=breached_at, outcome="breached"))
+    db.session.add(ServiceLevelTimer(
+        tenant_id=tenant.id, conversation_id=conversation.id, channel_id=chat_channel.id, kind="first_response",
+        hours="calendar", target_minutes=5, started_at=NOW - timedelta(hours=11), started_on=NOW.date(),
+        due_at=NOW - timedelta(hours=10, minutes=5), breached_at=NOW - timedelta(hours=10, minutes=5),
+        outcome="breached"))  # 23:55 yesterday in Beijing
+    db.session.commit()
+    html = board()
+    section = words(re.search(r'<section class="team-service-levels".*?</section>', html, re.S).group(0))
+    assert section == "Service levels 3 targets breached today · Breaching soon"
+    assert 'href="/workbench?view=breaching"' in html
+    assert "今天有 3 个目标超时" in board(**ZH)
