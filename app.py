@@ -100,6 +100,7 @@ def _register_blueprints(app: Flask) -> None:
     import desk.auth_views
     import desk.availability_api
     import desk.availability_views
+    import desk.service_level_views
     import desk.service_levels_api
     import desk.channel_views
     import desk.knowledge_views
@@ -121,7 +122,7 @@ def _register_blueprints(app: Flask) -> None:
                    rules.run_views, openapi.api, openapi.views, studio.usage_views, desk.knowledge_views,
                    desk.quick_reply_views, desk.channel_views, studio.workbench_views, studio.action_views,
                    desk.marketing_views, desk.availability_api, desk.availability_views,
-                   desk.service_levels_api):
+                   desk.service_levels_api, desk.service_level_views):
         app.register_blueprint(module.bp)
 
 

@@ -77,7 +77,8 @@ QUERY_ARGUMENTS = {
     "workbench.search": ["q", "content", "from", "to", "after", "seen", "found"], "workbench.assignees": ["q"], "studio_api.knowledge_options": ["cursor"],
     "studio.app_page": ["version"], "studio.generate_knowledge": ["cursor"], "rules.new_rule": ["draft", "ai"],
     "rules.rule_page": ["revision"], "open_api.list_customers": ["after"], "open_api.list_records": ["after"],
-    "desk.login": ["next"], "desk.select_tenant": ["next"],
+    "desk.login": ["next"], "desk.select_tenant": ["next"], "service_levels.report": ["days"],
+    "service_levels_api.report": ["days"],
 }
 
 
