@@ -48,7 +48,7 @@ PASSWORD = "bench-password-1"
 WORDS = ("parcel", "refund", "invoice", "delivery", "address", "exchange", "warranty", "size", "colour", "late")
 
 
-def _tenant_with_conversations(app, conversations: int) -> str:
+def tenant_with_conversations(app, conversations: int) -> str:
     """A tenant with `conversations` conversations of MESSAGES_EACH messages; its agent's e-mail."""
     with app.app_context():
         tenant = create_tenant(f"Bench {conversations}")
@@ -169,7 +169,7 @@ def _tools_tenant(app, added: int) -> tuple[str, str, list, uuid.UUID]:
     customer's data with each tool, and `added` live applications in the workbench (plus one
     live application outside it); the two e-mails, the app ids (outside one first) and a conversation."""
     admin_email = f"admin-{uuid.uuid4().hex[:8]}@bench.example"
-    agent_email = _tenant_with_conversations(app, 50)
+    agent_email = tenant_with_conversations(app, 50)
     with app.app_context():
         agent = db.session.scalar(select(Member).join(User).where(User.email == agent_email))
         admin = add_member(agent.tenant_id, admin_email, PASSWORD, "admin", "Bench Admin")
@@ -351,8 +351,8 @@ def main() -> None:
         _panel_vs_console(app)
         _tools_page(app)
         return
-    emails = {"full": _tenant_with_conversations(app, CONVERSATIONS), "empty": _tenant_with_conversations(app, 0),
-              "one page": _tenant_with_conversations(app, 150), "one window": _tenant_with_conversations(app, 200)}
+    emails = {"full": tenant_with_conversations(app, CONVERSATIONS), "empty": tenant_with_conversations(app, 0),
+              "one page": tenant_with_conversations(app, 150), "one window": tenant_with_conversations(app, 200)}
     print(f"database: {app.config['SQLALCHEMY_DATABASE_URI'].split(':', 1)[0]}; "
           f"{CONVERSATIONS:,} conversations, {CONVERSATIONS * MESSAGES_EACH:,} messages in the full tenant")
     clients = {name: logged_in(app, email, PASSWORD) for name, email in emails.items()}

@@ -4,6 +4,7 @@ ended, in the page's language. A state is always given in words; its colour (the
 repeats it."""
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from babel.dates import format_timedelta
 from flask_babel import get_locale, gettext as _, lazy_gettext as _l
@@ -25,12 +26,20 @@ class Standing:
     words: str
 
 
+@lru_cache(maxsize=4096)
+def _length(minutes: int, locale) -> str:
+    """A whole number of minutes for people, in the largest unit that fits ("12 min", "2 hr",
+    "12分钟"): Babel's words, kept per locale (a list shows fifty of them)."""
+    return format_timedelta(timedelta(minutes=minutes), granularity="minute", threshold=1, format="short",
+                            locale=locale)
+
+
 def standing(due_at: datetime, now: datetime) -> Standing:
     """Where a running target due at `due_at` stands at `now`."""
     left = due_at - now
     if abs(left) < NOW:
         return Standing("soon", _("Due now"))
-    length = format_timedelta(abs(left), granularity="minute", threshold=1, format="short", locale=get_locale())
+    length = _length(round(abs(left) / NOW), get_locale())
     if left < timedelta():
         return Standing("breached", _("Breached %(time)s ago", time=length))
     return Standing("soon" if left <= BREACHING_SOON else "ok", _("Due in %(time)s", time=length))
