@@ -83,3 +83,28 @@ def test_the_report_on_a_phone(browser, live_server, tenant, admin, locale, link
     expect(page).to_have_url(f"{live_server}/reports/service-levels?days=30")
     expect(page.get_by_role("link", name=thirty)).to_have_attribute("aria-current", "page")
     context.close()
+
+
+def test_an_administrator_sets_the_policies_and_hours_by_keyboard_on_a_phone(browser, live_server, tenant, admin):
+    create_channel(tenant.id, "Website chat")
+    db.session.commit()
+    context = browser.new_context(locale="en-US", viewport=PHONE)
+    page = context.new_page()
+    log_in(page, live_server, admin.user.email)
+    page.goto(f"{live_server}/service-levels")
+    default = page.get_by_role("group", name="Default policy")
+    default.get_by_role("textbox", name="First response, minutes").fill("30")
+    default.get_by_role("textbox", name="Resolution, minutes").fill("2880")
+    override = page.get_by_role("group", name="Channel override 1")
+    override.get_by_role("combobox", name="Channel").select_option(label="Website chat")
+    override.get_by_role("textbox", name="First response, minutes").fill("5")
+    override.get_by_role("combobox", name="Counted in").select_option(label="Every hour (calendar)")
+    page.get_by_role("textbox", name="Weekly business hours").fill("1-5 09:00-18:00")
+    phone_fits(page)
+    page.get_by_role("textbox", name="Weekly business hours").press("Tab")
+    page.keyboard.press("Enter")  # the focused Save button
+    expect(page.get_by_text("Saved the service-level policies and business hours.")).to_be_visible()
+    expect(page.get_by_role("group", name="Channel override 1").get_by_role(
+        "textbox", name="First response, minutes")).to_have_value("5")
+    expect(page.get_by_role("textbox", name="Weekly business hours")).to_have_value("1-5 09:00-18:00")
+    context.close()
