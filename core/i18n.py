@@ -23,6 +23,7 @@ LOCALE_SESSION_KEY = "locale"  # the choice of someone not signed in, made with 
 CLIENT_MESSAGES = {
     "copied": _l("Copied"),
     "copy_failed": _l("Copy failed: select the text"),
+    "unfilled": _l("Fill in %(name)s before sending: this conversation has no value for it."),
 }
 
 _BY_BABEL_NAME = {str(Locale.parse(locale)): locale for locale in LOCALES}  # zh_Hans_CN → zh_CN

@@ -1,5 +1,6 @@
 """Quick replies: a tenant's saved answers (title and body, at most 200), picked in the composer
-by typing `/`; added by hand or imported from the template market."""
+by typing `/`; added by hand or imported from the template market. A body may hold placeholders
+the composer fills (`desk.placeholders`); an unknown one is 400 invalid_quick_reply at `placeholder`."""
 import uuid
 
 from sqlalchemy import func, select
@@ -8,6 +9,7 @@ from core.api import ApiError
 from core.db import db, tenant_row
 from core.text import storable
 from desk.models import QuickReply, Tenant
+from desk.placeholders import UnknownPlaceholder, placeholders
 
 LIMIT = 200
 TITLE_LIMIT = 80
@@ -27,6 +29,10 @@ def _clean(title: str, body: str) -> tuple[str, str]:
         raise ApiError("invalid_quick_reply", 400, detail="title")
     if not body or len(body) > BODY_LIMIT or not storable(body):
         raise ApiError("invalid_quick_reply", 400, detail="body")
+    try:
+        placeholders(body)
+    except UnknownPlaceholder:
+        raise ApiError("invalid_quick_reply", 400, detail="placeholder") from None
     return title, body
 
 

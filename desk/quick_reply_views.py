@@ -17,6 +17,9 @@ bp = Blueprint("quick_replies", __name__)
 MESSAGES = {
     "title": _l("Give it a title of 1 to %(max)s characters.", max=f"{quick_replies.TITLE_LIMIT:,}"),
     "body": _l("Write the reply: 1 to %(max)s characters.", max=f"{quick_replies.BODY_LIMIT:,}"),
+    "placeholder": _l("The reply holds an unknown placeholder. Use {{customer.name}}, {{customer.first_name}}, "
+                      "{{agent.name}} or {{conversation.id}}, each with an optional fallback like "
+                      "{{customer.first_name | \"there\"}}."),
     "quick_reply_title_taken": _l("Another quick reply has this title: choose another."),
     "quick_reply_limit": _l("This workspace has %(limit)s quick replies, the most it may keep: delete one first.",
                             limit=quick_replies.LIMIT),
@@ -34,7 +37,7 @@ def _page(status: int = 200, errors: dict | None = None, form: dict | None = Non
 def _refused(err: ApiError) -> dict:
     """The field an error belongs to and what it says."""
     if err.code == "invalid_quick_reply":
-        return {err.detail: MESSAGES[err.detail]}
+        return {"body" if err.detail == "placeholder" else err.detail: MESSAGES[err.detail]}
     if err.code in MESSAGES:
         return {"title" if err.code == "quick_reply_title_taken" else "form": MESSAGES[err.code]}
     raise err

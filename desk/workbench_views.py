@@ -23,6 +23,7 @@ from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, lat
                         mark_read)
 from desk.models import CONVERSATION_STATUSES, Member, Message
 from desk.panels import BEFORE, chosen_style, provider
+from desk.placeholders import first_name
 from desk.presence import set_presence
 from desk.quick_replies import tenant_replies
 from desk.replies import post_message
@@ -94,12 +95,19 @@ def _list_context(status: str, view: str) -> dict:
             "view_labels": VIEW_LABELS, "conversation_link": _conversation_link(), "now": now, "standing": standing}
 
 
+def _fill(conversation, member) -> dict:
+    """The values the composer fills a quick reply's placeholders with (`desk.placeholders`)."""
+    name = conversation.customer.name
+    return {"customer.name": name, "customer.first_name": first_name(name), "agent.name": member.display_name,
+            "conversation.id": str(conversation.id)}
+
+
 def _conversation_context(conversation, message: str | None = None) -> dict:
     """What the thread and the details panel show."""
     member, timers = current_member(), timers_of(conversation.tenant_id, conversation.id)
     return {"conversation": conversation, "entries": thread(conversation, timers), "change_message": message,
             "timers": timers, "now": utcnow(), "standing": standing, "kind_labels": KIND_LABELS,
-            "outcome_labels": OUTCOME_LABELS,
+            "outcome_labels": OUTCOME_LABELS, "fill": _fill(conversation, member),
             "may_reassign": member.role in REASSIGNING_ROLES, "conversation_statuses": CONVERSATION_STATUSES,
             "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS, "client_message_id": uuid.uuid4()}
 

@@ -123,7 +123,8 @@ def test_a_restricted_session_switches_only_itself_never_the_users_setting(clien
 
 def test_the_client_script_catalog_follows_the_language_in_its_address(client):
     english, chinese = client.get("/i18n/en.json"), client.get("/i18n/zh-CN.json")
-    assert english.json == {"copied": "Copied", "copy_failed": "Copy failed: select the text"}
+    assert english.json == {"copied": "Copied", "copy_failed": "Copy failed: select the text",
+                            "unfilled": "Fill in %(name)s before sending: this conversation has no value for it."}
     assert chinese.json["copied"] != "Copied" and re.search(r"[\u4e00-\u9fff]", chinese.json["copied"])
     assert set(chinese.json) == set(english.json) and "public" in chinese.headers["Cache-Control"]
     unknown = client.get("/i18n/fr.json")

@@ -1,6 +1,7 @@
 // The script's own messages in the page's language (core/i18n.py serves them as a small catalog;
 // the English words stand in until it arrives or if it cannot).
-const MESSAGES = {copied: "Copied", copy_failed: "Copy failed: select the text"};
+const MESSAGES = {copied: "Copied", copy_failed: "Copy failed: select the text",
+                  unfilled: "Fill in %(name)s before sending: this conversation has no value for it."};
 fetch(`/i18n/${document.documentElement.lang}.json`, {credentials: "same-origin"})
   .then((answer) => (answer.ok ? answer.json() : {}))
   .then((catalog) => Object.assign(MESSAGES, catalog))
@@ -202,11 +203,20 @@ document.addEventListener("keydown", (event) => {
   else if (!event.altKey) sendComposer(form);
 });
 
-// Captured before htmx sees it: a submit while a send is in flight goes nowhere.
+// Captured before htmx sees it: a submit while a send is in flight goes nowhere, nor one that still
+// holds a placeholder a quick reply could not fill (it is selected for the agent to type over).
 document.addEventListener("submit", (event) => {
   const form = composerOf(event.target);
   if (!form) return;
-  if (form.dataset.sending === "true") {
+  const field = form.elements.namedItem("text");
+  const missing = unfilledPlaceholder(field.value);
+  if (missing) {
+    event.preventDefault();
+    event.stopPropagation();
+    field.focus();
+    field.setSelectionRange(missing.index, missing.index + missing[0].length);
+    form.querySelector("#composer-error").textContent = MESSAGES.unfilled.replace("%(name)s", missing[0]);
+  } else if (form.dataset.sending === "true") {
     event.preventDefault();
     event.stopPropagation();
   } else {
@@ -282,13 +292,34 @@ function renderPicker(form) {
   chooseOption(form, 0);
 }
 
+// Placeholders (desk/placeholders.py: the same grammar, checked when a reply is saved) are filled
+// with the open conversation's values (the composer's data-fill); a value it lacks takes the
+// fallback, or stays as `{{name}}`, selected, for the agent to type over before sending. The text
+// goes into the textarea as text: a customer's name is never markup here.
+const PLACEHOLDER = /\{\{\s*([a-z_]+(?:\.[a-z_]+)*)\s*(?:\|\s*"([^"{}]*)"\s*)?\}\}/g;
+const UNFILLED = /\{\{\s*(customer\.name|customer\.first_name|agent\.name|conversation\.id)\s*\}\}/;
+
+function fillPlaceholders(body, values) {
+  return body.replace(PLACEHOLDER, (whole, name, fallback) =>
+    values[name] || (fallback !== undefined ? fallback : `{{${name}}}`));
+}
+
+function unfilledPlaceholder(text) {
+  return UNFILLED.exec(text);
+}
+
 function pickReply(form, index) {
   const field = form.elements.namedItem("text");
   const reply = shownReplies.get(form)?.[index];
   const slash = slashQuery(field);
   closePicker(form);
   if (!reply || !slash) return;
-  field.setRangeText(reply.body, slash.start, field.selectionStart, "end");
+  const filled = fillPlaceholders(reply.body, JSON.parse(form.dataset.fill || "{}"));
+  field.setRangeText(filled, slash.start, field.selectionStart, "end");
+  const missing = unfilledPlaceholder(filled);
+  if (missing) {
+    field.setSelectionRange(slash.start + missing.index, slash.start + missing.index + missing[0].length);
+  }
   updateCounter(field);
 }
 
