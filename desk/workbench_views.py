@@ -4,6 +4,7 @@ board of supervisors and administrators."""
 import logging
 import uuid
 from datetime import UTC, datetime
+from urllib.parse import quote, urlencode
 
 from flask import Blueprint, flash, g, jsonify, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _, lazy_gettext as _l
@@ -68,6 +69,7 @@ SEARCH_ERRORS = {
     "text": _l("Search for at most 200 characters of ordinary text."), "after": _l("The search changed: search again."),
 }
 TYPEAHEAD_LIMIT = 10
+SEARCH_FIELDS = ("q", "content", "from", "to")  # a search's conditions, as its form and address name them
 NO_CHANGE_YET = datetime(2000, 1, 1, tzinfo=UTC)  # where the poll of a tenant without conversations starts
 STYLE_SESSION_KEY = "workbench_style"  # a restricted session's own style choice ("" for the defaults)
 CONFIRMED = "1"  # the `confirm` field of "Assign anyway": assign to a member who is unavailable or at capacity
@@ -92,7 +94,8 @@ def _list_context(status: str, view: str) -> dict:
     now = utcnow()
     return {"conversations": list_conversations(member.tenant_id, member.id, status, view, now), "status": status,
             "view": view, "statuses": STATUSES, "views": VIEWS, "status_labels": STATUS_LABELS,
-            "view_labels": VIEW_LABELS, "conversation_link": _conversation_link(), "now": now, "standing": standing}
+            "view_labels": VIEW_LABELS, "conversation_link": _conversation_link(), "now": now, "standing": standing,
+            "link_query": "?" + urlencode({"status": status, "view": view})}
 
 
 def _fill(conversation, member) -> dict:
@@ -142,7 +145,8 @@ def _page(conversation=None, search: dict | None = None):
                            search=search, search_days=(FAR_PAST.isoformat(), FAR_FUTURE.isoformat()),
                            styles=styles, style=chosen_style(styles, _own_style(member)),
                            **_presence_context(conversation.id if conversation is not None else None),
-                           **{**_list_context(*_tab()), **context, **(search or {})})
+                           **{**_list_context(*_tab()), **context, **(search or {}),
+                              **(_search_query() if search else {})})
 
 
 def _opened() -> uuid.UUID | None:
@@ -241,40 +245,60 @@ def team():
 @workbench_required
 def search():
     """One bounded step of a search (the first one replaces the list; "continue" appends)."""
-    args = request.args
     try:
-        conditions = parse_conditions(args.get("q", ""), args.get("content", ""), args.get("from", ""),
-                                      args.get("to", ""))
-        after = parse_resume(args.get("after", ""))
+        found = _searched()
     except ApiError as err:
         return _search_answer({"error": SEARCH_ERRORS[err.detail], "continued": False}, 422)
-    if conditions.empty():
+    if found is None:
         return redirect_to(url_for("workbench.index"))
+    return _search_answer(found)
+
+
+def _searched() -> dict | None:
+    """One step of the search the address names (None: no condition), as the results show it;
+    ApiError for a bad condition."""
+    args = request.args
+    conditions = parse_conditions(*(args.get(name, "") for name in SEARCH_FIELDS))
+    after = parse_resume(args.get("after", ""))
+    if conditions.empty():
+        return None
     step = search_step(current_member().tenant_id, conditions, after)
     searched = (form_integer(args.get("seen")) or 0) + step.scanned
     found = (form_integer(args.get("found")) or 0) + len(step.matches)
-    more = url_for("workbench.search", **{name: args.get(name, "") for name in ("q", "content", "from", "to")},
+    more = url_for("workbench.search", **{name: args.get(name, "") for name in SEARCH_FIELDS},
                    after=step.resume_after, seen=searched, found=found) if step.resume_after else None
-    return _search_answer({"step": step, "more_url": more, "searched": searched, "found": found,
-                           "continued": htmx and after is not None})
+    return {"step": step, "more_url": more, "searched": searched, "found": found,
+            "continued": htmx and after is not None}
 
 
 def _search_answer(context: dict, status: int = 200):
     """The search's partial for htmx; without it the whole workbench with the results as its list."""
     if htmx:
         return render_template("desk/_search.html", status_labels=STATUS_LABELS,
-                               conversation_link=_conversation_link(), **context), status
+                               conversation_link=_conversation_link(), **context, **_search_query()), status
     return _page(search=context), status
+
+
+def _search_query() -> dict:
+    """The search's conditions as the address carries them: the form's values, and the query its
+    result links append (so a reload of an opened result lands on the same results)."""
+    values = {name: request.args.get(name, "")[:200] for name in SEARCH_FIELDS}
+    return {"search_values": values, "link_query": "?" + urlencode(values, quote_via=quote)}
 
 
 @bp.get("/workbench/conversations/<uuid:conversation_id>")
 @workbench_required
 def conversation(conversation_id: uuid.UUID):
-    """One conversation: its thread and, out of band, its details for htmx; the whole page otherwise."""
+    """One conversation: its thread and, out of band, its details for htmx; the whole page otherwise,
+    with the list of the status and view its address names, or the results of its search."""
     found = _read(conversation_id)
     if htmx:
         return render_template("desk/_conversation.html", details_oob="pane", **_pane_context(found))
-    return _page(found)
+    try:  # opened from search results: the same results beside it
+        results = _searched()
+    except ApiError:
+        results = None
+    return _page(found, search=results)
 
 
 @bp.get("/workbench/conversations/<uuid:conversation_id>/thread")

@@ -74,7 +74,8 @@ def _is_json_api(rule) -> bool:
 # keeps this whole).
 QUERY_ARGUMENTS = {
     "knowledge.index": ["cursor"], "workbench.index": ["view", "status"], "workbench.changes": ["since"],
-    "workbench.search": ["q", "content", "from", "to", "after", "seen", "found"], "workbench.assignees": ["q"], "studio_api.knowledge_options": ["cursor"],
+    "workbench.search": ["q", "content", "from", "to", "after", "seen", "found"],
+    "workbench.conversation": ["status", "view", "q", "content", "from", "to", "after", "seen", "found"], "workbench.assignees": ["q"], "studio_api.knowledge_options": ["cursor"],
     "studio.app_page": ["version"], "studio.generate_knowledge": ["cursor"], "rules.new_rule": ["draft", "ai"],
     "rules.rule_page": ["revision"], "open_api.list_customers": ["after"], "open_api.list_records": ["after"],
     "desk.login": ["next"], "desk.select_tenant": ["next"], "service_levels.report": ["days"],

@@ -86,6 +86,17 @@ document.addEventListener("htmx:afterSwap", (event) => {
   if (event.detail.target.id === "conversation-pane" && NARROW.matches) showPane("details");
   markOpenConversation();
 });
+
+// The address follows the open conversation: opening one pushes its own address (the list's tab or
+// the search carried in its query), and a tab or a search chosen while one is open keeps it there,
+// so a reload or a shared link lands where the agent was. Back and forward load the address again
+// (htmx keeps no snapshots: historyCacheSize 0, so no page holding customers' data is stored in the
+// browser's localStorage).
+document.addEventListener("htmx:pushedIntoHistory", () => {
+  const open = document.getElementById("thread-live")?.dataset.conversationId;
+  if (!open || !/^\/workbench(\/search)?$/.test(location.pathname)) return;
+  history.replaceState(history.state, "", `/workbench/conversations/${open}${location.search}`);
+});
 document.addEventListener("DOMContentLoaded", () => {
   const workbench = document.getElementById("workbench");
   if (workbench) showPane(workbench.dataset.pane);

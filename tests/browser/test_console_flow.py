@@ -24,9 +24,11 @@ def test_admin_logs_in_reads_a_conversation_and_logs_out(page, live_server, tena
     expect(page.locator(".tenant")).to_have_text("Acme")
 
     page.get_by_role("link", name="Workbench").click()
+    page.evaluate("window.stayed = true")
     page.get_by_role("link", name="Wang Fang").click()
     expect(page.locator("#conversation-pane")).to_contain_text("我没有收到包裹")
-    expect(page).to_have_url(f"{live_server}/workbench")  # swapped in by htmx, not a page load
+    expect(page).to_have_url(f"{live_server}/workbench/conversations/{conversation.id}?status=open&view=all")
+    assert page.evaluate("window.stayed") is True  # swapped in by htmx, not a page load
 
     page.get_by_role("button", name="Log out").click()
     expect(page).to_have_url(f"{live_server}/login")
