@@ -249,6 +249,22 @@ class ConversationRead(Base):
     read_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class ComposerDraft(Base):
+    """What a member has typed in a conversation's composer and not sent yet (issue 37): theirs
+    alone, restored wherever they open the conversation again, removed when they send and by the
+    sweep after 30 days. `private` is the composer's note toggle."""
+
+    __tablename__ = "composer_draft"
+    __table_args__ = (Index("ix_composer_draft_updated_at", "updated_at"),)
+
+    member_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("member.id"), primary_key=True)
+    conversation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("conversation.id"), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
+    text: Mapped[str] = mapped_column(Text)
+    private: Mapped[bool] = mapped_column(default=False)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class ConversationEvent(UUIDPrimaryKey, Base):
     """A change a person made to a conversation by hand (its assignee or its status), shown in the
     thread with its actor. Automated reassignments are their applied receipts."""

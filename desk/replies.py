@@ -12,6 +12,7 @@ from core.text import JS_WHITESPACE, storable
 from desk import service_timers
 from desk.channels import TEXT_LIMIT
 from desk.conversations import get_conversation
+from desk.drafts import remove_draft
 from desk.inbox import mark_read
 from desk.models import Conversation, Member, Message
 from desk.outbound import add_delivery
@@ -31,8 +32,8 @@ def post_message(tenant_id: uuid.UUID, author: Member, conversation_id: uuid.UUI
                  client_message_id: uuid.UUID) -> tuple[Message, uuid.UUID | None]:
     """Store a reply (outbound, public) or a private note once; (message, id of the reply's new
     delivery to queue after the commit, or None: a note, a replay, or a channel without an
-    endpoint). The same client message id with another text or kind is 409
-    client_message_id_reused. Flushes only."""
+    endpoint). The author's draft of the conversation is gone with it. The same client message id with
+    another text or kind is 409 client_message_id_reused. Flushes only."""
     conversation = get_conversation(tenant_id, conversation_id)
     text, kind, now = _text(text), "private_note" if private else "public", utcnow()
     message, replayed = COMPOSED.insert({
@@ -46,6 +47,7 @@ def post_message(tenant_id: uuid.UUID, author: Member, conversation_id: uuid.UUI
     db.session.execute(update(Conversation).where(Conversation.id == conversation.id, Conversation.tenant_id == tenant_id)
                        .values(last_activity_at=now).execution_options(synchronize_session=False))
     mark_read(author.id, conversation)
+    remove_draft(author.id, conversation.id)
     if kind == "public":
         service_timers.on_reply(tenant_id, conversation.id, author.id, now)
     return message, add_delivery(conversation, db.session.get(Message, message.id))

@@ -17,7 +17,7 @@ from core.db import db, tenant_row
 from core.forms import form_integer
 from core.text import storable
 from core.web import htmx, redirect_to
-from desk import outbound
+from desk import drafts, outbound
 from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
 from desk.availability_words import PRESENCE_LABELS, REASON_LABELS
 from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, latest_change, list_conversations,
@@ -108,9 +108,10 @@ def _fill(conversation, member) -> dict:
 def _conversation_context(conversation, message: str | None = None) -> dict:
     """What the thread and the details panel show."""
     member, timers = current_member(), timers_of(conversation.tenant_id, conversation.id)
+    draft = drafts.draft_of(member.id, conversation.id)
     return {"conversation": conversation, "entries": thread(conversation, timers), "change_message": message,
             "timers": timers, "now": utcnow(), "standing": standing, "kind_labels": KIND_LABELS,
-            "outcome_labels": OUTCOME_LABELS, "fill": _fill(conversation, member),
+            "outcome_labels": OUTCOME_LABELS, "fill": _fill(conversation, member), "draft": draft,
             "may_reassign": member.role in REASSIGNING_ROLES, "conversation_statuses": CONVERSATION_STATUSES,
             "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS, "client_message_id": uuid.uuid4()}
 
@@ -337,6 +338,19 @@ def changes():
         return "", 204
     stamp, ids = found
     return jsonify(since=iso(stamp), conversation_ids=[str(i) for i in ids])
+
+
+@bp.post("/workbench/conversations/<uuid:conversation_id>/draft")
+@workbench_required
+def save_draft(conversation_id: uuid.UUID):
+    """Keep what the member typed in the composer (empty: forget it); 204. The composer's script
+    posts it at most every 2 seconds while the member types."""
+    member = current_member()
+    client_message_id = parse_uuid(request.form.get("client_message_id", ""), "invalid_form")
+    drafts.save_draft(member.tenant_id, member.id, conversation_id, request.form.get("text", ""),
+                      request.form.get("private_note") == "on", client_message_id, utcnow())
+    db.session.commit()
+    return "", 204
 
 
 @bp.post("/workbench/conversations/<uuid:conversation_id>/messages")

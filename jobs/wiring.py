@@ -41,6 +41,7 @@ TICK_HANDLERS = (
     "rules.scheduler.tick",
     "desk.drain.sweep",
     "desk.service_timers.sweep",
+    "desk.drafts.sweep",
 )
 
 # Called with the event's ids, each in a job of its own.

@@ -143,7 +143,7 @@ class _Forms(HTMLParser):
             method = (a.get("method") or "get").lower()
             if method == "post" or "hx-post" in a:
                 self._form = {"action": a.get("hx-post") or a.get("action"), "htmx": "hx-post" in a,
-                              "names": [], "pairs": [], "submitters": []}
+                              "names": [], "pairs": [], "submitters": [], "script": a.get("data-draft-url")}
                 self.forms.append(self._form)
             return
         if self._form is None or "disabled" in a:
@@ -191,7 +191,8 @@ class _Forms(HTMLParser):
 
 
 def _submissions(who, page: str, html: str) -> list[Submission]:
-    """Each way each POST form of the page can be sent (its default and every submit button)."""
+    """Each way each POST form of the page can be sent (its default, every submit button, and the
+    script's own post of its fields where the form names one)."""
     found = []
     parser = _Forms()
     parser.feed(html)
@@ -203,6 +204,8 @@ def _submissions(who, page: str, html: str) -> list[Submission]:
             target = action or form["action"] or page
             found.append(Submission(who, target, htmx or (action is None and form["htmx"]), names, pairs,
                                     f"{name}={value}" if name else None))
+        if form["script"]:  # the composer's script posts the same fields as the draft
+            found.append(Submission(who, form["script"], False, form["names"], list(form["pairs"]), "draft"))
     return found
 
 

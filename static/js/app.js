@@ -214,6 +214,41 @@ document.addEventListener("keydown", (event) => {
   else if (!event.altKey) sendComposer(form);
 });
 
+// Drafts (desk/drafts.py): what the member types is kept on the server, 1.5 s after the last
+// keystroke and at most 2 s after the first one not kept yet, and at once when the page goes away;
+// the server restores it wherever the member opens the conversation again. A send stops the pending
+// save (the server removes the draft with the send, and refuses a save of a text already sent).
+const DRAFT_QUIET_MS = 1500;
+const DRAFT_LATEST_MS = 2000;
+const drafts = new WeakMap();
+
+function saveDraft(form, keepalive = false) {
+  clearTimeout(drafts.get(form)?.timer);
+  drafts.delete(form);
+  const body = new URLSearchParams();
+  for (const name of ["csrf_token", "client_message_id", "text"]) body.set(name, form.elements.namedItem(name).value);
+  if (form.elements.namedItem("private_note").checked) body.set("private_note", "on");
+  fetch(form.dataset.draftUrl, {method: "POST", body, credentials: "same-origin", keepalive}).catch(() => {});
+}
+
+function draftChanged(form) {
+  const pending = drafts.get(form);
+  clearTimeout(pending?.timer);
+  const first = pending?.first ?? Date.now();
+  const delay = Math.max(0, Math.min(DRAFT_QUIET_MS, DRAFT_LATEST_MS - (Date.now() - first)));
+  drafts.set(form, {first, timer: setTimeout(() => saveDraft(form), delay)});
+}
+
+document.addEventListener("input", (event) => {
+  const form = composerOf(event.target);
+  if (form?.dataset.draftUrl && ["text", "private_note"].includes(event.target.name)) draftChanged(form);
+});
+window.addEventListener("pagehide", () => {
+  document.querySelectorAll("[data-composer]").forEach((form) => {
+    if (drafts.has(form)) saveDraft(form, true);
+  });
+});
+
 // Captured before htmx sees it: a submit while a send is in flight goes nowhere, nor one that still
 // holds a placeholder a quick reply could not fill (it is selected for the agent to type over).
 document.addEventListener("submit", (event) => {
@@ -232,6 +267,8 @@ document.addEventListener("submit", (event) => {
     event.stopPropagation();
   } else {
     form.dataset.sending = "true";
+    clearTimeout(drafts.get(form)?.timer);
+    drafts.delete(form);
   }
 }, true);
 
@@ -331,7 +368,7 @@ function pickReply(form, index) {
   if (missing) {
     field.setSelectionRange(slash.start + missing.index, slash.start + missing.index + missing[0].length);
   }
-  updateCounter(field);
+  field.dispatchEvent(new Event("input", {bubbles: true}));  // the counter and the draft follow
 }
 
 function quickReplyKey(event, form) {

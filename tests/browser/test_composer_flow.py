@@ -126,7 +126,7 @@ def test_slash_opens_the_quick_replies_and_enter_selects_one_without_sending(pag
     add_reply(tenant.id, "Greeting", "Hello, thank you for contacting us.")
     add_reply(tenant.id, "Closing", "Have a great day!")
     db.session.commit()
-    page.reload()
+    page.goto(f"{live_server}/workbench")  # the list alone, as before the replies were added
     page.get_by_role("link", name="Olga Customer").click()
     box = page.get_by_role("textbox", name="Reply")
     box.focus()
