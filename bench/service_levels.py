@@ -23,10 +23,10 @@ import logging
 import uuid
 from datetime import timedelta
 
-from sqlalchemy import event, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 
 from bench.common import bench_app, logged_in, median_seconds, rates, target
-from bench.workbench import PASSWORD, tenant_with_conversations
+from bench.workbench import PASSWORD, statements, tenant_with_conversations
 from core.clock import to_beijing, utcnow
 from core.db import db
 from desk import service_report, service_timers
@@ -98,20 +98,7 @@ def page_with_badges(app) -> None:
     print(f"GET /workbench, every row with its due target                  {1000 / found['with']:8.2f} ms   "
           f"rate ratio {ratio:6.3f} {target(ratio, at_least=PAGE_TARGET)}")
     for name, action in actions.items():
-        print(f"  SQL statements per request, {name:<8} {_statements(app, action)}")
-
-
-def _statements(app, action) -> int:
-    executed = []
-    listen = lambda *args: executed.append(1)  # noqa: E731
-    with app.app_context():
-        engine = db.engine
-    event.listen(engine, "before_cursor_execute", listen)
-    try:
-        action()
-    finally:
-        event.remove(engine, "before_cursor_execute", listen)
-    return len(executed)
+        print(f"  SQL statements per request, {name:<8} {statements(app, action)}")
 
 
 # --- 2. the breach sweep, 100 due among 50,000 vs nothing due ------------------------------------

@@ -74,7 +74,7 @@ def tenant_with_conversations(app, conversations: int) -> str:
         return email
 
 
-def _statements(app, action) -> int:
+def statements(app, action) -> int:
     """How many SQL statements one call of `action` makes."""
     executed = []
     listen = lambda *args: executed.append(1)  # noqa: E731
@@ -126,7 +126,7 @@ def _flat_in_size(app, clients: dict) -> None:
     line(f"  search step, {CONVERSATIONS:,} vs 200 conversations", "full search", "window search",
          note="(growth with size) proposed")
     for name, action in actions.items():
-        print(f"  SQL statements per request, {name:<14} {_statements(app, action)}")
+        print(f"  SQL statements per request, {name:<14} {statements(app, action)}")
 
 
 def _poll_vs_read(app, full_client) -> None:
@@ -143,8 +143,8 @@ def _poll_vs_read(app, full_client) -> None:
     print(f"GET /api/extensions/capabilities (console read) {1000 / measured['read']:8.3f} ms (baseline)")
     print(f"GET /workbench/changes, nothing changed          {1000 / measured['poll']:8.3f} ms   rate ratio "
           f"{ratio:6.3f} {target(ratio, at_least=1.0)}")
-    print(f"  SQL statements per poll: {_statements(app, actions['poll'])}, "
-          f"per console read: {_statements(app, actions['read'])}")
+    print(f"  SQL statements per poll: {statements(app, actions['poll'])}, "
+          f"per console read: {statements(app, actions['read'])}")
 
 
 TOOL = {"schema_version": 1, "name": "Refunds", "description": "Log a refund request.",
@@ -219,8 +219,8 @@ def _panel_vs_console(app) -> None:
     print(f"{'POST /api/extensions/<id>/records (console API)':<58} {console_s * 1000:8.2f} ms (baseline)")
     print(f"{'POST /workbench/apps/<id>/records (side panel)':<58} {panel_s * 1000:8.2f} ms   rate ratio "
           f"{ratio:6.3f} {target(ratio, at_least=0.8)}")
-    print(f"  SQL statements per submission: console {_statements(app, by_console)}, "
-          f"panel {_statements(app, by_panel)}")
+    print(f"  SQL statements per submission: console {statements(app, by_console)}, "
+          f"panel {statements(app, by_panel)}")
 
 
 def _tools_page(app) -> None:
@@ -238,8 +238,8 @@ def _tools_page(app) -> None:
     print(f"{'GET /workbench/conversations/<id>, no apps':<58} {seconds['none'] * 1000:8.2f} ms (baseline)")
     print(f"{f'GET /workbench/conversations/<id>, {MAX_APPS} apps with grants':<58} {seconds['ten'] * 1000:8.2f} ms"
           f"   ratio {ratio:6.3f} {target(ratio, at_most=1.2)}")
-    print(f"  SQL statements per page: no apps {_statements(app, pages['none'])}, "
-          f"{MAX_APPS} apps {_statements(app, pages['ten'])}")
+    print(f"  SQL statements per page: no apps {statements(app, pages['none'])}, "
+          f"{MAX_APPS} apps {statements(app, pages['ten'])}")
 
 
 def _admin_of_new_tenant(app) -> str:

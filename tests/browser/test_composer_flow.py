@@ -147,6 +147,17 @@ def test_slash_opens_the_quick_replies_and_enter_selects_one_without_sending(pag
     assert db.session.scalar(select(func.count()).select_from(Message).where(Message.direction == "outbound")) == 0
 
 
+def pick_greeting(page, live_server, agent, conversation):
+    """The agent's composer of the conversation with the quick reply "Greeting" picked; the Reply box."""
+    log_in(page, live_server, agent.user.email)
+    page.goto(f"{live_server}/workbench/conversations/{conversation.id}")
+    box = page.get_by_role("textbox", name="Reply")
+    box.focus()
+    page.keyboard.type("/greet")
+    page.keyboard.press("Enter")
+    return box
+
+
 def test_a_quick_reply_fills_its_placeholders_as_text_and_never_markup(page, live_server, tenant, agent):
     agent.display_name = "李雷"
     conversation = customer_conversation(tenant, "Hello", name='<img src=x onerror="document.title=1"> Zhang')
@@ -154,12 +165,7 @@ def test_a_quick_reply_fills_its_placeholders_as_text_and_never_markup(page, liv
                                      'for {{customer.name | "you"}}.')
     db.session.commit()
     page.on("dialog", lambda dialog: pytest.fail(f"a dialog opened: {dialog.message}"))
-    log_in(page, live_server, agent.user.email)
-    page.goto(f"{live_server}/workbench/conversations/{conversation.id}")
-    box = page.get_by_role("textbox", name="Reply")
-    box.focus()
-    page.keyboard.type("/greet")
-    page.keyboard.press("Enter")
+    box = pick_greeting(page, live_server, agent, conversation)
     expect(box).to_have_value(f'Hi <img, 李雷 here (#{conversation.id}) for <img src=x onerror="document.title=1"> '
                               'Zhang.')
     assert page.title() != "1"
@@ -170,12 +176,7 @@ def test_a_value_the_conversation_lacks_stays_selected_and_blocks_the_send(page,
     add_reply(tenant.id, "Greeting", "Dear {{customer.name}}, thank you.")
     add_reply(tenant.id, "Welcome", 'Hi {{customer.first_name | "there"}}!')
     db.session.commit()
-    log_in(page, live_server, agent.user.email)
-    page.goto(f"{live_server}/workbench/conversations/{conversation.id}")
-    box = page.get_by_role("textbox", name="Reply")
-    box.focus()
-    page.keyboard.type("/greet")
-    page.keyboard.press("Enter")
+    box = pick_greeting(page, live_server, agent, conversation)
     expect(box).to_have_value("Dear {{customer.name}}, thank you.")
     assert box.evaluate("field => field.value.slice(field.selectionStart, field.selectionEnd)") == "{{customer.name}}"
     page.keyboard.press("Enter")
