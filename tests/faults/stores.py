@@ -213,3 +213,14 @@ def host_env(name: str, root: Path, database_url: str, redis_url: str, **extra: 
     metrics.mkdir(parents=True)
     return {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url, "SECRET_KEY": SECRET_KEY,
             "ENCRYPTION_KEY": ENCRYPTION_KEY, "PROMETHEUS_MULTIPROC_DIR": str(metrics), **extra}
+
+
+def wait_for_a_lock(postgres: "Postgres", statement: str) -> None:
+    """Until one statement starting with `statement` waits on a row lock (a sweep reached the row
+    a test holds)."""
+    deadline = time.monotonic() + 60
+    while postgres.sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                       f"AND query LIKE '{statement}%'").strip() != "1":
+        assert time.monotonic() < deadline, f"no {statement} reached the locked row"
+        time.sleep(0.05)
+

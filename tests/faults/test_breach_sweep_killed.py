@@ -2,7 +2,6 @@
 row) and the database restarting under it (while the same UPDATE waits): the sweep records all due
 breaches or none, never half, and the next tick records each exactly once."""
 import threading
-import time
 import uuid
 from datetime import timedelta
 
@@ -18,7 +17,7 @@ from desk.models import Conversation, Customer
 from desk.service_level_models import ServiceLevelTimer
 from desk.tenancy import create_tenant
 from jobs.clock import TICK_JOB
-from tests.faults.stores import Host, host_env
+from tests.faults.stores import Host, host_env, wait_for_a_lock
 
 DUE = 200
 
@@ -49,14 +48,6 @@ def _breached() -> int:
         ServiceLevelTimer.breached_at.is_not(None)))
 
 
-def _wait_until_the_sweep_waits(postgres) -> None:
-    deadline = time.monotonic() + 60
-    while postgres.sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                       "AND query LIKE 'UPDATE service_level_timer%'").strip() != "1":
-        assert time.monotonic() < deadline, "the sweep never reached the locked row"
-        time.sleep(0.05)
-
-
 def test_a_worker_killed_mid_sweep_records_no_breach_and_the_next_tick_each_once(
         fault_stores, faults_context, tmp_path):
     postgres, server = fault_stores
@@ -67,7 +58,7 @@ def test_a_worker_killed_mid_sweep_records_no_breach_and_the_next_tick_each_once
         Queue(DEFAULT, connection=server.client()).enqueue(TICK_JOB, job_id="tick-breaches-killed")
         host.start("worker-1")
         try:
-            _wait_until_the_sweep_waits(postgres)
+            wait_for_a_lock(postgres, "UPDATE service_level_timer")
             host.kill("worker-1")
         finally:
             host.stop_all()
@@ -94,7 +85,7 @@ def test_a_database_restart_mid_sweep_records_no_breach_and_the_next_tick_each_o
     holder.execute(text("SELECT id FROM service_level_timer WHERE id = :id FOR UPDATE"), {"id": timers[0]})
     sweeping = threading.Thread(target=tick)
     sweeping.start()
-    _wait_until_the_sweep_waits(postgres)
+    wait_for_a_lock(postgres, "UPDATE service_level_timer")
     postgres.ctl("restart")  # the waiting UPDATE and the lock's holder die with their server
     sweeping.join(60)
     holder.invalidate()
