@@ -1,12 +1,18 @@
 """The agents' workbench: flat in the tenant's size, a poll cheaper than any read, 200 agents polling.
 
-Run: .venv/bin/python -m bench.workbench   (BENCH_DATABASE_URL / BENCH_REDIS_URL for PostgreSQL)
+Run: .venv/bin/python -m bench.workbench   (BENCH_DATABASE_URL / BENCH_REDIS_URL for PostgreSQL;
+     --tools or --presence for only the issue-22 or issue-37 lines)
 Targets (issue 21):
 - the workbench page and one search step over 5,000 conversations with 50,000 messages <= 1.3 x
   the empty workbench in the same run, with SQL statements per request printed (flat: no N+1);
 - the "nothing changed" poll >= 1.0 x an authenticated console read (GET /api/extensions/capabilities);
 - 200 agents polling every 3 s against the web process as `make run` starts it (the Procfile's
   gunicorn line): p95 poll latency and the share of one core the web process used.
+Targets (issue 37, who else is here):
+- the nothing-changed poll reporting presence (20 others in the tenant's entry) >= 0.8 x today's
+  poll, in alternating rounds;
+- the 200 agents again, each reporting an open conversation (every fifth typing): p95 printed, and
+  the Redis memory the tenant's presence takes.
 Targets (issue 22, Studio in the workbench):
 - a submission from the workbench's side panel >= 0.8 x the console API's submission of the same
   record, in alternating rounds of the same run;
@@ -33,6 +39,8 @@ from bench.common import bench_app, free_port, logged_in, percentile, process_en
 from core.clock import utcnow
 from core.config import PROJECT_ROOT
 from core.db import db
+from core.redis import get_redis
+from desk import viewers
 from desk.models import Conversation, Customer, Member, Message, User
 from desk.tenancy import add_member, create_tenant
 from studio.apps import create_app, get_app, publish, simulate
@@ -145,6 +153,45 @@ def _poll_vs_read(app, full_client) -> None:
           f"{ratio:6.3f} {target(ratio, at_least=1.0)}")
     print(f"  SQL statements per poll: {statements(app, actions['poll'])}, "
           f"per console read: {statements(app, actions['read'])}")
+
+
+def _others_here(app, email: str, others: int) -> tuple[uuid.UUID, list[uuid.UUID]]:
+    """`others` members of the agent's tenant with a conversation open, as their polls leave them;
+    the tenant's id and some of its conversation ids."""
+    with app.app_context():
+        tenant_id = db.session.scalar(select(Member.tenant_id).join(User, User.id == Member.user_id)
+                                      .where(User.email == email))
+        conversation_ids = list(db.session.scalars(select(Conversation.id).where(Conversation.tenant_id == tenant_id)
+                                                   .limit(AGENTS)))
+        for n in range(others):
+            viewers.report(get_redis(), tenant_id, uuid.uuid4(), f"Colleague {n}", conversation_ids[n],
+                           "reply" if n % 5 == 0 else "")
+        return tenant_id, conversation_ids
+
+
+def _poll_with_presence(app, full_client, email: str) -> None:
+    """The nothing-changed poll reporting presence against today's poll, in alternating rounds."""
+    since = re.search(r'data-since="([^"]+)"', full_client.get("/workbench").get_data(as_text=True)).group(1)
+    _, conversation_ids = _others_here(app, email, 20)
+    query = {"since": since, "open": str(conversation_ids[0]), "typing": "", "presence": ""}
+    query["presence"] = full_client.get("/workbench/changes", query_string=query).get_json()["presence"]
+    with app.app_context():
+        store = get_redis()
+    actions = {"poll": lambda: _ok(full_client.get("/workbench/changes", query_string={"since": since}), 204),
+               "presence": lambda: _ok(full_client.get("/workbench/changes", query_string=query), 204),
+               "floor": lambda: (_ok(full_client.get("/workbench/changes", query_string={"since": since}), 204),
+                                 store.ping())}
+    for action in actions.values():
+        for _ in range(20):
+            action()
+    measured = rates(actions, seconds=15.0)
+    ratio, floor = measured["presence"] / measured["poll"], measured["floor"] / measured["poll"]
+    print(f"GET /workbench/changes, nothing changed          {1000 / measured['poll']:8.3f} ms (baseline)")
+    print(f"  the same, reporting presence (20 others here)  {1000 / measured['presence']:8.3f} ms   rate ratio "
+          f"{ratio:6.3f} {target(ratio, at_least=0.8)}")
+    print(f"  floor: today's poll plus one Redis round trip (PING) {1000 / measured['floor']:8.3f} ms   rate ratio "
+          f"{floor:6.3f}; the presence poll is {measured['presence'] / measured['floor']:.3f} x the floor's rate")
+    print(f"  SQL statements per poll with presence: {statements(app, actions['presence'])}")
 
 
 TOOL = {"schema_version": 1, "name": "Refunds", "description": "Log a refund request.",
@@ -283,8 +330,9 @@ def _agents(app, email_of_full: str) -> list[str]:
     return emails
 
 
-def _polling(app, email_of_full: str) -> None:
-    """200 agents polling every 3 s against the web process `make run` starts."""
+def _polling(app, email_of_full: str, presence: bool = False) -> None:
+    """200 agents polling every 3 s against the web process `make run` starts; with `presence`, each
+    reporting an open conversation, every fifth typing, as the page does."""
     port = free_port()
     env = process_env(app, PORT=str(port))
     (PROJECT_ROOT / "instance").mkdir(exist_ok=True)
@@ -313,30 +361,43 @@ def _polling(app, email_of_full: str) -> None:
             sessions.append((session, since))
         latencies, failures, lock = [], [], threading.Lock()
 
-        def agent(session: requests.Session, since: str, offset: float) -> None:
+        tenant_id, conversation_ids = _others_here(app, email_of_full, 0)
+
+        def agent(session: requests.Session, since: str, offset: float, n: int) -> None:
             time.sleep(offset)
+            query = {"since": since}
+            if presence:
+                query.update(open=str(conversation_ids[n % len(conversation_ids)]), presence="",
+                             typing="reply" if n % 5 == 0 else "")
             for _ in range(POLL_ROUNDS):
                 started = time.perf_counter()
-                answer = session.get(f"{base}/workbench/changes", params={"since": since}, timeout=10)
+                answer = session.get(f"{base}/workbench/changes", params=query, timeout=10)
                 elapsed = time.perf_counter() - started
+                if presence and answer.status_code == 200:  # what the others show changed: the page shows it
+                    query["presence"] = answer.json()["presence"]
                 with lock:
-                    (latencies if answer.status_code == 204 else failures).append(elapsed)
+                    (latencies if answer.status_code in (200, 204) else failures).append(elapsed)
                 time.sleep(max(0.0, POLL_SECONDS - elapsed))
 
         pids = _children(web.pid)
         cpu_before, wall_before = _cpu_seconds(pids), time.monotonic()
-        threads = [threading.Thread(target=agent, args=(s, since, POLL_SECONDS * n / AGENTS))
+        threads = [threading.Thread(target=agent, args=(s, since, POLL_SECONDS * n / AGENTS, n))
                    for n, (s, since) in enumerate(sessions)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         cpu, wall = _cpu_seconds(pids) - cpu_before, time.monotonic() - wall_before
-        print(f"{AGENTS} agents polling every {POLL_SECONDS:.0f} s, {len(latencies) + len(failures)} polls over "
-              f"{wall:.0f} s ({(len(latencies) + len(failures)) / wall:.0f}/s), {len(failures)} not 204")
+        print(f"{AGENTS} agents polling every {POLL_SECONDS:.0f} s{', reporting presence' if presence else ''}, "
+              f"{len(latencies) + len(failures)} polls over {wall:.0f} s "
+              f"({(len(latencies) + len(failures)) / wall:.0f}/s), {len(failures)} failed")
         print(f"  poll latency p50 {percentile(latencies, 0.5) * 1000:7.2f} ms, "
               f"p95 {percentile(latencies, 0.95) * 1000:7.2f} ms, max {max(latencies) * 1000:7.2f} ms")
         print(f"  the web process (gunicorn, 1 worker, 8 threads) used {cpu / wall:.1%} of one core")
+        if presence:
+            with app.app_context():
+                used = get_redis().memory_usage(f"desk:viewers:{tenant_id}") or 0
+            print(f"  Redis memory of the tenant's presence ({AGENTS} members): {used / 1024:.1f} KiB")
     finally:
         os.killpg(web.pid, signal.SIGTERM)
         web.wait(timeout=30)
@@ -351,6 +412,12 @@ def main() -> None:
         _panel_vs_console(app)
         _tools_page(app)
         return
+    if sys.argv[1:] == ["--presence"]:  # only the issue-37 lines
+        email = tenant_with_conversations(app, CONVERSATIONS)
+        _poll_with_presence(app, logged_in(app, email, PASSWORD), email)
+        _polling(app, email)
+        _polling(app, email, presence=True)
+        return
     emails = {"full": tenant_with_conversations(app, CONVERSATIONS), "empty": tenant_with_conversations(app, 0),
               "one page": tenant_with_conversations(app, 150), "one window": tenant_with_conversations(app, 200)}
     print(f"database: {app.config['SQLALCHEMY_DATABASE_URI'].split(':', 1)[0]}; "
@@ -358,10 +425,12 @@ def main() -> None:
     clients = {name: logged_in(app, email, PASSWORD) for name, email in emails.items()}
     _flat_in_size(app, clients)
     _poll_vs_read(app, clients["full"])
+    _poll_with_presence(app, clients["full"], emails["full"])
     _panel_vs_console(app)
     _tools_page(app)
     full_email = emails["full"]
     _polling(app, full_email)
+    _polling(app, full_email, presence=True)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from core.crypto import decrypt_cached, encrypt, hmac_sha256_hex
 from core.db import db, prepared, upsert_insert
 from core.once import CreateOnce
 from core.text import storable
-from desk import service_timers
+from desk import service_timers, snooze
 from desk.models import Channel, Conversation, Customer, Message, Tenant
 from desk.service_level_models import ServiceLevelSettings
 
@@ -48,7 +48,7 @@ _TOUCH_CONVERSATION = (
     update(_CONVERSATION).where(_CONVERSATION.c.id == _LATEST_CONVERSATION)
     .values(status=case((_CONVERSATION.c.status == "resolved", "open"), else_=_CONVERSATION.c.status),
             last_activity_at=bindparam("p_now"))
-    .returning(_CONVERSATION.c.id))
+    .returning(_CONVERSATION.c.id, _CONVERSATION.c.snoozed_until))
 _NEW_CONVERSATION = insert(_CONVERSATION)
 
 
@@ -157,12 +157,15 @@ def _lock_customer(channel: Row, inbound: Inbound) -> uuid.UUID:
 
 
 def _open_conversation(channel: Row, customer_id: uuid.UUID) -> uuid.UUID:
-    """The customer's conversation on this channel, reopened if resolved, or a new one (its id)."""
+    """The customer's conversation on this channel, reopened if resolved or snoozed, or a new one
+    (its id)."""
     now = utcnow()
     found = db.session.execute(_TOUCH_CONVERSATION, {
-        "p_customer": customer_id, "p_channel": channel.id, "p_now": now}).scalar()
+        "p_customer": customer_id, "p_channel": channel.id, "p_now": now}).first()
     if found is not None:
-        return found
+        if found.snoozed_until is not None:
+            snooze.woken_by_customer(channel.tenant_id, found.id, found.snoozed_until, now)
+        return found.id
     conversation_id = uuid.uuid4()
     db.session.execute(_NEW_CONVERSATION, {
         "id": conversation_id, "tenant_id": channel.tenant_id, "customer_id": customer_id,

@@ -59,9 +59,11 @@ def _may_assign(actor: Member, before: uuid.UUID | None, after: uuid.UUID | None
 
 
 def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UUID, expected_assignee: uuid.UUID | None,
-                   expected_status: str, assignee=UNCHANGED, status: str | None = None) -> Conversation:
+                   expected_status: str, assignee=UNCHANGED, status: str | None = None,
+                   snooze: datetime | None = None) -> Conversation:
     """Set the conversation's assignee (a member id or None) and/or status as `actor`, only while
     they are still `expected_assignee` and `expected_status`; records one event per field changed.
+    `snooze`: pending until then (`desk.snooze`); any other change of status ends a snooze.
 
     404 not_found for a foreign conversation; 403 reassign_forbidden when an agent would take
     another's conversation; 409 member_unavailable for an inactive or foreign assignee; 409
@@ -69,6 +71,8 @@ def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UU
     """
     conversation = get_conversation(tenant_id, conversation_id)
     values, events = {}, []
+    if snooze is not None:
+        status = "pending"
     if assignee is not UNCHANGED and assignee != expected_assignee:
         if not _may_assign(actor, expected_assignee, assignee):
             raise ApiError("reassign_forbidden", 403)
@@ -81,6 +85,11 @@ def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UU
             raise ApiError("invalid_status", 400)
         values["status"] = status
         events.append(("status", expected_status, status))
+    if snooze is not None:
+        values["snoozed_until"] = snooze
+        events.append(("snooze", None, iso(snooze)))
+    elif "status" in values:
+        values["snoozed_until"] = None
     if not values:
         return conversation
     changed = db.session.execute(update(Conversation).where(

@@ -39,7 +39,7 @@ def _list_statement(status: str, view: str) -> Select:
                     Member.display_name.label("assignee_name"), preview.label("preview"),
                     or_(ConversationRead.read_at.is_(None),
                         ConversationRead.read_at < Conversation.last_activity_at).label("unread"),
-                    due.label("due_at"))
+                    due.label("due_at"), Conversation.snoozed_until)
              .join(Customer, Customer.id == Conversation.customer_id)
              .outerjoin(Member, Member.id == Conversation.assignee_member_id)
              .outerjoin(ConversationRead, read)

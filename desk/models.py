@@ -26,7 +26,9 @@ AI_USES = ("generation", "intent", "semantic_preview", "semantic_routing")
 RECEIPT_STATES = ("pending", "sending", "applied", "state_changed", "rejected", "command_conflict", "uncertain",
                   "cancelled")
 ACCOUNT_KINDS = ("independent", "shared")
-EVENT_KINDS = ("assignment", "status")  # what a person changed by hand in a conversation
+# What changed in a conversation: by hand (assignment, status, snooze, merged_into on the source,
+# merged_from on the target; issue 37), or a snooze's end (wake: by the tick or a customer message).
+EVENT_KINDS = ("assignment", "status", "snooze", "wake", "merged_into", "merged_from")
 PRESENCES = ("online", "away", "offline")  # a member's saved availability choice (issue 35)
 CAPACITY_RANGE = (1, 100)  # open conversations a member may hold at once, when set
 
@@ -194,6 +196,7 @@ class Conversation(UUIDPrimaryKey, Base):
               "last_activity_at", "id"),
         Index("ix_conversation_tenant_id_updated_at", "tenant_id", "updated_at"),
         Index("ix_conversation_customer_id_channel_id", "customer_id", "channel_id"),
+        Index("ix_conversation_snoozed_until", "snoozed_until"),  # the tick's wake-up
     )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"), index=True)
@@ -207,6 +210,10 @@ class Conversation(UUIDPrimaryKey, Base):
     updated_at: Mapped[datetime] = mapped_column(
         default=utcnow, onupdate=changed_time(literal_column("conversation.updated_at")))
     last_activity_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Issue 37: while pending by a snooze, when the tick reopens it (null otherwise: only a
+    # pending conversation is snoozed); the conversation a merge moved this one's messages into.
+    snoozed_until: Mapped[datetime | None]
+    merged_into_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("conversation.id"))
 
     customer: Mapped[Customer] = relationship()
     assignee: Mapped[Member | None] = relationship()
@@ -266,8 +273,9 @@ class ComposerDraft(Base):
 
 
 class ConversationEvent(UUIDPrimaryKey, Base):
-    """A change a person made to a conversation by hand (its assignee or its status), shown in the
-    thread with its actor. Automated reassignments are their applied receipts."""
+    """A change made to a conversation (EVENT_KINDS), shown in the thread with its actor: the
+    person who made it, none for a snooze ended by the tick or a customer message. Automated
+    reassignments are their applied receipts."""
 
     __tablename__ = "conversation_event"
     __table_args__ = (one_of("kind", EVENT_KINDS),
@@ -275,7 +283,7 @@ class ConversationEvent(UUIDPrimaryKey, Base):
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenant.id"))
     conversation_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("conversation.id"))
-    actor_member_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("member.id"))
+    actor_member_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("member.id"))
     kind: Mapped[str] = mapped_column(String(20))
     before: Mapped[str | None] = mapped_column(String(40))  # a member id or a status
     after: Mapped[str | None] = mapped_column(String(40))

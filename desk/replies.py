@@ -1,8 +1,9 @@
 """Replies and private notes written in the workbench's composer: stored once per client message
 id (a retried POST stores one message), moving the conversation's activity and change stamp."""
 import uuid
+from datetime import datetime
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from core.api import ApiError
 from core.clock import utcnow
@@ -51,3 +52,16 @@ def post_message(tenant_id: uuid.UUID, author: Member, conversation_id: uuid.UUI
     if kind == "public":
         service_timers.on_reply(tenant_id, conversation.id, author.id, now)
     return message, add_delivery(conversation, db.session.get(Message, message.id))
+
+
+def reply_by_another(tenant_id: uuid.UUID, conversation_id: uuid.UUID, member_id: uuid.UUID,
+                     after: datetime) -> tuple[str, datetime] | None:
+    """The newest public reply another member sent to the conversation after `after`: their name and
+    when (None: none). What the composer asks about before a send (issue 37)."""
+    found = db.session.execute(
+        select(Member.display_name, Message.created_at).join(Member, Member.id == Message.author_member_id)
+        .where(Message.tenant_id == tenant_id, Message.conversation_id == conversation_id,
+               Message.direction == "outbound", Message.kind == "public", Message.author_member_id != member_id,
+               Message.created_at > after)
+        .order_by(Message.created_at.desc()).limit(1)).first()
+    return None if found is None else (found.display_name, found.created_at)

@@ -67,8 +67,10 @@ def thread(conversation: Conversation, timers: list) -> list[Entry]:
 
     former = _("a former member")
 
-    def label(kind: str, value: str | None) -> str | None:
-        return names.get(value, former) if kind == "assignment" and value else value
+    def label(kind: str, value: str | None):
+        if kind == "assignment" and value:
+            return names.get(value, former)
+        return datetime.fromisoformat(value) if kind == "snooze" and value else value
 
     deliveries = latest_deliveries(conversation.tenant_id, [m.id for m in messages
                                                             if m.direction == "outbound" and m.kind == "public"])

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from urllib.parse import quote, urlencode
 
 from flask import Blueprint, flash, g, jsonify, redirect, render_template, request, session, url_for
-from flask_babel import gettext as _, lazy_gettext as _l
+from babel.dates import format_timedelta
+from flask_babel import get_locale, gettext as _, lazy_gettext as _l
 from redis.exceptions import RedisError
 from sqlalchemy import false, select
 
@@ -15,9 +16,10 @@ from core.api import ApiError, parse_uuid
 from core.clock import iso, utcnow
 from core.db import db, tenant_row
 from core.forms import form_integer
+from core.redis import get_redis
 from core.text import storable
 from core.web import htmx, redirect_to
-from desk import drafts, outbound
+from desk import drafts, outbound, viewers
 from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get_conversation
 from desk.availability_words import PRESENCE_LABELS, REASON_LABELS
 from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, latest_change, list_conversations,
@@ -27,9 +29,10 @@ from desk.panels import BEFORE, chosen_style, provider
 from desk.placeholders import first_name
 from desk.presence import set_presence
 from desk.quick_replies import tenant_replies
-from desk.replies import post_message
+from desk.replies import post_message, reply_by_another
 from desk.service_timers import timers_of
 from desk.service_words import KIND_LABELS, OUTCOME_LABELS, standing
+from desk.snooze import preset_until, presets, read_until, snoozed_words
 from desk.search import FAR_PAST, FAR_FUTURE, parse_conditions, parse_resume, search_step
 from desk.sessions import current_member, probe_with_seat, restricted_session, workbench_required
 from desk.team import MemberState, confirmation_needed, member_states, team_board
@@ -52,7 +55,10 @@ CHANGE_ERRORS = {
     "member_unavailable": _l("That member is inactive or not in this workspace: choose someone else."),
     "invalid_status": _l("Choose open, pending or resolved."),
     "invalid_form": _l("The form was incomplete: reload the page and try again."),
+    "invalid_snooze": _l("Choose a time at least 1 minute ahead and at most a year ahead (Beijing time)."),
 }
+SNOOZE_LABELS = {"hour": _l("1 hour"), "tonight": _l("Tonight 18:00"), "tomorrow": _l("Tomorrow 09:00"),
+                 "monday": _l("Next Monday 09:00")}
 COMPOSER_ERRORS = {
     "invalid_message": _l("Write something first (at most 4,000 characters)."),
     "client_message_id_reused": _l("This message was already sent with other text: reload the page and send again."),
@@ -95,7 +101,21 @@ def _list_context(status: str, view: str) -> dict:
     return {"conversations": list_conversations(member.tenant_id, member.id, status, view, now), "status": status,
             "view": view, "statuses": STATUSES, "views": VIEWS, "status_labels": STATUS_LABELS,
             "view_labels": VIEW_LABELS, "conversation_link": _conversation_link(), "now": now, "standing": standing,
-            "link_query": "?" + urlencode({"status": status, "view": view})}
+            "snoozed_words": snoozed_words,
+            "link_query": "?" + urlencode({"status": status, "view": view}),
+            "open_elsewhere": viewers.open_elsewhere(_others())}
+
+
+def _others(opened: uuid.UUID | None = None, typing: str = "", *, report: bool = False) -> list[viewers.Viewer]:
+    """The other members' open conversations and typing (`desk.viewers`), read once per request;
+    with `report`, the poll's: also recording the member's own `opened` and `typing`, unless the
+    session does not speak for the member."""
+    if report or "viewers" not in g:
+        member = current_member()
+        found = viewers.report(get_redis(), member.tenant_id, member.id, member.display_name, opened, typing,
+                               write=report and not restricted_session())
+        g.viewers = viewers.others(found, member.id)
+    return g.viewers
 
 
 def _fill(conversation, member) -> dict:
@@ -113,7 +133,9 @@ def _conversation_context(conversation, message: str | None = None) -> dict:
             "timers": timers, "now": utcnow(), "standing": standing, "kind_labels": KIND_LABELS,
             "outcome_labels": OUTCOME_LABELS, "fill": _fill(conversation, member), "draft": draft,
             "may_reassign": member.role in REASSIGNING_ROLES, "conversation_statuses": CONVERSATION_STATUSES,
-            "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS, "client_message_id": uuid.uuid4()}
+            "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS, "client_message_id": uuid.uuid4(),
+            "viewers_notice": viewers.notice(_others(), conversation.id), "as_of": iso(utcnow()),
+            "snooze_presets": presets(utcnow()), "snooze_labels": SNOOZE_LABELS, "snoozed_words": snoozed_words}
 
 
 def _pane_context(conversation) -> dict:
@@ -328,16 +350,35 @@ def _instant(text: str) -> datetime:
 def changes():
     """204 when none of the tenant's conversations changed after `since` (the session check's
     statement read the newest stamp: no statement of its own); else the newest stamp and the ids
-    of the conversations that changed (the page then refreshes what shows them)."""
+    of the conversations that changed (the page then refreshes what shows them).
+
+    A page that shows who else is here sends `presence` (the fingerprint of what it shows, "" at
+    first), `open` (its open conversation) and `typing`: the poll records them (`desk.viewers`) and
+    also answers 200 when what the page should show of the others changed: `presence`, `notice`
+    (the thread header's words) and `open_elsewhere` (the list's marks by conversation id)."""
     since = _instant(request.args.get("since", ""))
+    shown = _shown_of_others(request.args["presence"]) if "presence" in request.args else {}
     latest = g.get("seat_probe_result")
-    if latest is not None and latest <= since:
+    found = None if latest is not None and latest <= since else changes_since(current_member().tenant_id, since)
+    if found is None and not shown:
         return "", 204
-    found = changes_since(current_member().tenant_id, since)
-    if found is None:
-        return "", 204
-    stamp, ids = found
-    return jsonify(since=iso(stamp), conversation_ids=[str(i) for i in ids])
+    stamp, ids = found or (since, [])
+    return jsonify(since=iso(stamp), conversation_ids=[str(i) for i in ids], **shown)
+
+
+def _shown_of_others(fingerprint: str) -> dict:
+    """What the page should show of the other members, after recording the poll's own report; {}
+    while the page's `fingerprint` says it shows that already."""
+    try:
+        opened = parse_uuid(request.args.get("open", ""), "invalid_form")
+    except ApiError:
+        opened = None
+    others = _others(opened, request.args.get("typing", ""), report=True)
+    current = viewers.digest(others, opened)
+    if current == fingerprint:
+        return {}
+    return {"presence": current, "notice": viewers.notice(others, opened),
+            "open_elsewhere": viewers.open_elsewhere(others)}
 
 
 @bp.post("/workbench/conversations/<uuid:conversation_id>/draft")
@@ -361,6 +402,9 @@ def send(conversation_id: uuid.UUID):
     member = current_member()
     try:
         client_message_id = parse_uuid(request.form.get("client_message_id", ""), "invalid_form")
+        question = _someone_replied(member, conversation_id) if htmx else None
+        if question is not None:
+            return question, 422, {"HX-Retarget": "#composer-question", "HX-Reswap": "innerHTML"}
         _message, delivery_id = post_message(member.tenant_id, member, conversation_id, request.form.get("text", ""),
                                              request.form.get("private_note") == "on", client_message_id)
     except ApiError as err:
@@ -379,6 +423,26 @@ def send(conversation_id: uuid.UUID):
     found = get_conversation(member.tenant_id, conversation_id)
     return (render_template("desk/_thread_live.html", **_conversation_context(found)), 200,
             {"HX-Trigger": "conversations-changed"})
+
+
+def _someone_replied(member: Member, conversation_id: uuid.UUID) -> str | None:
+    """The question "Someone else replied" when another member replied after the thread the
+    member saw at their first keystroke (`replied_after`, set by the composer's script), unless they
+    answered it with "Send anyway"; None: send."""
+    after = request.form.get("replied_after", "")
+    if not after or request.form.get("send_anyway") == CONFIRMED:
+        return None
+    try:
+        moment = _instant(after)
+    except ApiError:
+        raise ApiError("invalid_form", 400) from None
+    found = reply_by_another(member.tenant_id, conversation_id, member.id, moment)
+    if found is None:
+        return None
+    name, at = found
+    now = utcnow()
+    return render_template("desk/_someone_replied.html", name=name, as_of=iso(now),
+                           when=format_timedelta(at - now, add_direction=True, locale=get_locale()))
 
 
 def _queue_delivery(delivery_id: uuid.UUID) -> None:
@@ -503,6 +567,21 @@ def _confirmation(conversation_id: uuid.UUID, state: MemberState):
 def set_status(conversation_id: uuid.UUID):
     """Open, pending or resolved."""
     return _change(conversation_id, assignee=UNCHANGED, status=request.form.get("status", ""))
+
+
+@bp.post("/workbench/conversations/<uuid:conversation_id>/snooze")
+@workbench_required
+def snooze(conversation_id: uuid.UUID):
+    """Pending until a preset's time (`preset`) or the time typed (`until`, Beijing time)."""
+    now = utcnow()
+    try:
+        preset = request.form.get("preset", "")
+        until = preset_until(preset, now) if preset else read_until(request.form.get("until", ""), now)
+        if until is None:
+            raise ApiError("invalid_snooze", 400)
+    except ApiError as err:
+        return _answer(conversation_id, CHANGE_ERRORS[err.code], 422)
+    return _change(conversation_id, snooze=until)
 
 
 @bp.get("/workbench/conversations/<uuid:conversation_id>/assignees")

@@ -42,6 +42,7 @@ TICK_HANDLERS = (
     "desk.drain.sweep",
     "desk.service_timers.sweep",
     "desk.drafts.sweep",
+    "desk.snooze.sweep",
 )
 
 # Called with the event's ids, each in a job of its own.

@@ -127,19 +127,54 @@ const POLL_VISIBLE_MS = 3000;
 const POLL_HIDDEN_MS = 30000;
 let pollTimer = null;
 
+// Who else is here (desk/viewers.py): each poll also reports the open conversation (none while the
+// tab is hidden) and whether the member typed in the composer within TYPING_MS, and gets back what
+// the page should show of the others only when it differs from what it shows.
+const TYPING_MS = 5000;
+
+function typingNow() {
+  const form = document.getElementById("composer");
+  if (!form || Date.now() - Number(form.dataset.typedAt || 0) > TYPING_MS) return "";
+  if (!form.elements.namedItem("text").value.trim()) return "";
+  return form.elements.namedItem("private_note").checked ? "note" : "reply";
+}
+
+function showOthers(changed) {
+  const notice = document.getElementById("viewers-notice");
+  if (notice && notice.textContent !== changed.notice) notice.textContent = changed.notice;  // heard once
+  document.querySelectorAll("#conversation-list [data-conversation-id]").forEach((link) => {
+    const words = changed.open_elsewhere[link.dataset.conversationId];
+    let mark = link.querySelector(".open-elsewhere");
+    if (!words) mark?.remove();
+    else if (!mark) {
+      mark = document.createElement("span");
+      mark.className = "open-elsewhere";
+      link.querySelector(".row").append(mark);
+    }
+    if (words && mark.textContent !== words) mark.textContent = words;
+  });
+}
+
 async function pollChanges() {
   const poller = document.getElementById("workbench-changes");
   if (!poller) return;
   try {
-    const url = `${poller.dataset.url}?since=${encodeURIComponent(poller.dataset.since)}`;
+    const thread = document.getElementById("thread-live");
+    const query = new URLSearchParams({since: poller.dataset.since, presence: poller.dataset.presence || "",
+      open: document.hidden ? "" : thread?.dataset.conversationId || "", typing: typingNow()});
+    const url = `${poller.dataset.url}?${query}`;
     const answer = await fetch(url, {headers: {"Accept": "application/json"}, credentials: "same-origin"});
     if (answer.status === 200) {
       const changed = await answer.json();
       poller.dataset.since = changed.since;
-      htmx.trigger(document.body, "conversations-changed");
-      const thread = document.getElementById("thread-live");
-      if (thread && changed.conversation_ids.includes(thread.dataset.conversationId)) {
-        htmx.trigger(thread, "thread-changed");
+      if (changed.conversation_ids.length) htmx.trigger(document.body, "conversations-changed");
+      const shown = document.getElementById("thread-live");
+      if (shown && changed.conversation_ids.includes(shown.dataset.conversationId)) {
+        htmx.trigger(shown, "thread-changed");
+      }
+      if (changed.presence !== undefined) {
+        poller.dataset.presence = changed.presence;
+        showOthers(changed);
       }
     }
   } catch {
@@ -242,7 +277,44 @@ function draftChanged(form) {
 document.addEventListener("input", (event) => {
   const form = composerOf(event.target);
   if (form?.dataset.draftUrl && ["text", "private_note"].includes(event.target.name)) draftChanged(form);
+  if (form && event.target.name === "text") typed(form);
 });
+
+// The first keystroke since the page loaded or since the last send notes how far the thread went
+// then (`replied_after`, the server's time it was shown at): a send asks "Someone else replied"
+// when another member replied after it (desk/replies.reply_by_another). "Send anyway" sends the same
+// message (same client message id); "Review first", or Escape, shows the thread again and asks
+// about later replies only.
+function typed(form) {
+  form.dataset.typedAt = String(Date.now());
+  const after = form.elements.namedItem("replied_after");
+  if (!after.value) after.value = document.getElementById("thread-live")?.dataset.asOf || "";
+}
+
+document.addEventListener("htmx:afterSwap", (event) => {
+  const dialog = event.detail.target.id === "composer-question" && event.detail.target.querySelector("dialog");
+  if (dialog) dialog.showModal();
+});
+document.addEventListener("click", (event) => {
+  const button = event.target.closest?.("[data-send-anyway], [data-review-first]");
+  if (!button) return;
+  button.closest("dialog").close(button.hasAttribute("data-send-anyway") ? "send" : "review");
+});
+document.addEventListener("close", (event) => {
+  const dialog = event.target;
+  const form = dialog.id === "someone-replied" && composerOf(dialog);
+  if (!form) return;
+  if (dialog.returnValue === "send") {
+    form.elements.namedItem("send_anyway").value = "1";
+    form.requestSubmit();
+  } else {
+    form.elements.namedItem("replied_after").value = dialog.dataset.asOf;
+    const thread = document.getElementById("thread-live");
+    if (thread) htmx.trigger(thread, "thread-changed");
+    form.elements.namedItem("text").focus();
+  }
+  dialog.remove();
+}, true);
 window.addEventListener("pagehide", () => {
   document.querySelectorAll("[data-composer]").forEach((form) => {
     if (drafts.has(form)) saveDraft(form, true);
@@ -276,10 +348,14 @@ document.addEventListener("htmx:afterRequest", (event) => {
   const form = composerOf(event.detail.elt);
   if (!form) return;
   form.dataset.sending = "false";
-  if (event.detail.successful) {
+  form.elements.namedItem("send_anyway").value = "";
+  if (event.detail.successful && event.detail.xhr.status < 300) {  // a 422 (refused, or a question) keeps it
     form.elements.namedItem("text").value = "";
     form.elements.namedItem("client_message_id").value = newClientMessageId();
+    form.elements.namedItem("replied_after").value = "";
     form.querySelector("#composer-error").textContent = "";
+    delete form.dataset.typedAt;
+    schedulePoll(0);  // the others see the typing stop now
   }
 });
 
