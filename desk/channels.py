@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import Row, bindparam, case, func, insert, or_, select, update
-from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.dml import Insert, Update
 
 from core.api import ApiError
 from core.clock import utcnow
@@ -44,11 +44,22 @@ _LATEST_CONVERSATION = (
     .where(_CONVERSATION.c.customer_id == bindparam("p_customer"),
            _CONVERSATION.c.channel_id == bindparam("p_channel"))
     .order_by(_CONVERSATION.c.created_at.desc()).limit(1).scalar_subquery())
-_TOUCH_CONVERSATION = (
-    update(_CONVERSATION).where(_CONVERSATION.c.id == _LATEST_CONVERSATION)
-    .values(status=case((_CONVERSATION.c.status == "resolved", "open"), else_=_CONVERSATION.c.status),
-            last_activity_at=bindparam("p_now"))
-    .returning(_CONVERSATION.c.id, _CONVERSATION.c.snoozed_until))
+
+
+def _touch(which) -> Update:
+    """The conversation's new activity, reopening it if resolved; a merged one is left resolved and
+    names the conversation it went into."""
+    merged = _CONVERSATION.c.merged_into_id.is_not(None)
+    return (update(_CONVERSATION).where(_CONVERSATION.c.id == which)
+            .values(status=case((merged, _CONVERSATION.c.status), (_CONVERSATION.c.status == "resolved", "open"),
+                                else_=_CONVERSATION.c.status),
+                    last_activity_at=case((merged, _CONVERSATION.c.last_activity_at), else_=bindparam("p_now")))
+            .returning(_CONVERSATION.c.id, _CONVERSATION.c.snoozed_until, _CONVERSATION.c.merged_into_id))
+
+
+_TOUCH_CONVERSATION = _touch(_LATEST_CONVERSATION)
+_TOUCH_MERGED_INTO = _touch(bindparam("p_conversation"))
+MERGE_HOPS = 20  # a conversation merged into one merged later: follow at most this many
 _NEW_CONVERSATION = insert(_CONVERSATION)
 
 
@@ -162,6 +173,10 @@ def _open_conversation(channel: Row, customer_id: uuid.UUID) -> uuid.UUID:
     now = utcnow()
     found = db.session.execute(_TOUCH_CONVERSATION, {
         "p_customer": customer_id, "p_channel": channel.id, "p_now": now}).first()
+    for _ in range(MERGE_HOPS):  # merged (`desk.merge`): the message goes where the thread went
+        if found is None or found.merged_into_id is None:
+            break
+        found = db.session.execute(_TOUCH_MERGED_INTO, {"p_conversation": found.merged_into_id, "p_now": now}).first()
     if found is not None:
         if found.snoozed_until is not None:
             snooze.woken_by_customer(channel.tenant_id, found.id, found.snoozed_until, now)

@@ -180,6 +180,16 @@ def on_status(tenant_id: uuid.UUID, conversation_id: uuid.UUID, status: str, mem
     db.session.flush()
 
 
+def on_merged(tenant_id: uuid.UUID, conversation_id: uuid.UUID, now: datetime) -> None:
+    """The conversation was merged into another (`desk.merge`): its running timers end `closed`;
+    the target's own timers carry on."""
+    clock = _Hours(tenant_id)
+    for timer in _fresh(_timers(tenant_id, conversation_id, Timer.stopped_at.is_(None)), now):
+        if timer.stopped_at is None:
+            _end(timer, clock, now, None, "closed")
+    db.session.flush()
+
+
 def sweep() -> int:
     """Tick handler: record every breach whose due time has passed, across tenants, in one
     statement on the partial due-time index; how many."""

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from core.db import db
 from desk.conversations import applied_receipts, conversation_events, conversation_messages
 from desk.waiting import QUEUE_KEY_PREFIX, events_of
-from desk.models import Conversation, Member
+from desk.models import Channel, Conversation, Member
 from desk.outbound import latest_deliveries
 
 # app.extensions key: (tenant_id, applied receipts) -> {receipt id: why}, handed over by the app
@@ -38,6 +38,7 @@ class Entry:
     after: str | None = None
     why: dict = field(default_factory=dict)
     delivery: object = None  # a reply's newest delivery to its channel, if it has one
+    channel: str | None = None  # a message's channel, named when the thread holds several (a merge)
 
 
 def member_names(tenant_id: uuid.UUID, ids: set) -> dict[str, str]:
@@ -47,6 +48,16 @@ def member_names(tenant_id: uuid.UUID, ids: set) -> dict[str, str]:
         return {}
     return {str(member_id): name for member_id, name in db.session.execute(select(Member.id, Member.display_name)
             .where(Member.tenant_id == tenant_id, Member.id.in_(wanted)))}
+
+
+def channel_names(tenant_id: uuid.UUID, ids: set) -> dict:
+    """The channels' names by id when there are several (a merged thread), else none: one channel
+    needs no mark."""
+    wanted = {value for value in ids if value}
+    if len(wanted) < 2:
+        return {}
+    return dict(db.session.execute(select(Channel.id, Channel.name)
+                                   .where(Channel.tenant_id == tenant_id, Channel.id.in_(wanted))).all())
 
 
 def thread(conversation: Conversation, timers: list) -> list[Entry]:
@@ -74,8 +85,9 @@ def thread(conversation: Conversation, timers: list) -> list[Entry]:
 
     deliveries = latest_deliveries(conversation.tenant_id, [m.id for m in messages
                                                             if m.direction == "outbound" and m.kind == "public"])
+    channels = channel_names(conversation.tenant_id, {m.channel_id for m in messages})
     entries = [Entry("message", m.created_at, message=m, actor=names.get(str(m.author_member_id)),
-                     delivery=deliveries.get(m.id)) for m in messages]
+                     delivery=deliveries.get(m.id), channel=channels.get(m.channel_id)) for m in messages]
     entries += [Entry("change", e.created_at, change=e.kind, actor=names.get(str(e.actor_member_id)),
                       before=label(e.kind, e.before), after=label(e.kind, e.after)) for e in events]
     entries += [Entry("decision", r.updated_at, change="assignment", after=names.get(str(r.target_member_id)),

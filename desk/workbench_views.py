@@ -24,6 +24,7 @@ from desk.conversations import REASSIGNING_ROLES, UNCHANGED, change_by_hand, get
 from desk.availability_words import PRESENCE_LABELS, REASON_LABELS
 from desk.inbox import (LATEST_CHANGE_PROBE, STATUSES, VIEWS, changes_since, latest_change, list_conversations,
                         mark_read)
+from desk.merge import candidates as merge_candidates, merge as merge_conversations
 from desk.models import CONVERSATION_STATUSES, Member, Message
 from desk.panels import BEFORE, chosen_style, provider
 from desk.placeholders import first_name
@@ -56,6 +57,17 @@ CHANGE_ERRORS = {
     "invalid_status": _l("Choose open, pending or resolved."),
     "invalid_form": _l("The form was incomplete: reload the page and try again."),
     "invalid_snooze": _l("Choose a time at least 1 minute ahead and at most a year ahead (Beijing time)."),
+}
+MERGE_ERRORS = {
+    "merge_into_itself": _l("Choose another conversation to merge into."),
+    "merge_forbidden": _l("Agents merge only two conversations that are both theirs: ask a supervisor."),
+    "already_merged": _l("One of these conversations was merged already: choose another."),
+    "command_in_flight": _l("An automation rule is changing one of these conversations right now: try again in a "
+                            "minute."),
+    "conversation_changed": _l("Someone changed this conversation meanwhile: close this and try again."),
+    "not_found": _l("That conversation is not in this workspace: choose another."),
+    "invalid_form": _l("Choose the conversation to merge into."),
+    "customers_differ": _l("These conversations belong to different customers: confirm the merge in its dialog."),
 }
 SNOOZE_LABELS = {"hour": _l("1 hour"), "tonight": _l("Tonight 18:00"), "tomorrow": _l("Tomorrow 09:00"),
                  "monday": _l("Next Monday 09:00")}
@@ -135,7 +147,8 @@ def _conversation_context(conversation, message: str | None = None) -> dict:
             "may_reassign": member.role in REASSIGNING_ROLES, "conversation_statuses": CONVERSATION_STATUSES,
             "status_labels": STATUS_LABELS, "trigger_labels": TRIGGER_LABELS, "client_message_id": uuid.uuid4(),
             "viewers_notice": viewers.notice(_others(), conversation.id), "as_of": iso(utcnow()),
-            "snooze_presets": presets(utcnow()), "snooze_labels": SNOOZE_LABELS, "snoozed_words": snoozed_words}
+            "snooze_presets": presets(utcnow()), "snooze_labels": SNOOZE_LABELS, "snoozed_words": snoozed_words,
+            "may_merge": member.role in REASSIGNING_ROLES or conversation.assignee_member_id == member.id}
 
 
 def _pane_context(conversation) -> dict:
@@ -582,6 +595,59 @@ def snooze(conversation_id: uuid.UUID):
     except ApiError as err:
         return _answer(conversation_id, CHANGE_ERRORS[err.code], 422)
     return _change(conversation_id, snooze=until)
+
+
+def _merge_form(source, **shown) -> str:
+    """The dialog's form: the search, the "Merge into" choices (the customer's other conversations)
+    and `shown` (a refusal's message, or the question about two customers)."""
+    return render_template("desk/_merge_form.html", conversation=source, status_labels=STATUS_LABELS,
+                           merge_candidates=merge_candidates(source.tenant_id, source), **shown)
+
+
+@bp.get("/workbench/conversations/<uuid:conversation_id>/merge")
+@workbench_required
+def merge_form(conversation_id: uuid.UUID):
+    """The "Merge conversation" dialog's form, loaded when the dialog opens."""
+    return _merge_form(get_conversation(current_member().tenant_id, conversation_id))
+
+
+@bp.get("/workbench/conversations/<uuid:conversation_id>/merge-candidates")
+@workbench_required
+def merge_options(conversation_id: uuid.UUID):
+    """The "Merge into" choices for `q` (a customer's name or a conversation id; none: the
+    customer's other conversations), as the combobox's options."""
+    member = current_member()
+    found = get_conversation(member.tenant_id, conversation_id)
+    return render_template("desk/_merge_options.html", status_labels=STATUS_LABELS,
+                           merge_candidates=merge_candidates(member.tenant_id, found, request.args.get("q", "")))
+
+
+@bp.post("/workbench/conversations/<uuid:conversation_id>/merge")
+@workbench_required
+def merge(conversation_id: uuid.UUID):
+    """Merge this conversation into the chosen one; the target's page (htmx: by redirect), or the
+    dialog again with why not, or with the question when the customers differ."""
+    member = current_member()
+    source = get_conversation(member.tenant_id, conversation_id)
+    chosen = request.form.get("target", "")
+    try:
+        target_id = parse_uuid(chosen, "invalid_form")
+        target = merge_conversations(member.tenant_id, member, source.id, target_id,
+                                     request.form.get("seen_status", ""), request.form.get("confirm") == chosen)
+    except ApiError as err:
+        db.session.rollback()
+        if err.code not in MERGE_ERRORS:
+            raise
+        if not htmx:
+            flash(str(MERGE_ERRORS[err.code]), "error")
+            return redirect(url_for("workbench.conversation", conversation_id=source.id))
+        question = get_conversation(member.tenant_id, target_id) if err.code == "customers_differ" else None
+        html = _merge_form(source, merge_message=None if question else MERGE_ERRORS[err.code], confirm_target=question,
+                           selected=chosen)
+        return html, 422, {"HX-Retarget": "#merge-body", "HX-Reswap": "innerHTML"}
+    db.session.commit()
+    address = url_for("workbench.conversation", conversation_id=target.id)
+    return ("", 204, {"HX-Redirect": address}) if htmx else redirect(address)
 
 
 @bp.get("/workbench/conversations/<uuid:conversation_id>/assignees")

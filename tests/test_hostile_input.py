@@ -73,7 +73,7 @@ def _is_json_api(rule) -> bool:
 # The query arguments views read (test_every_header_and_query_argument_a_view_reads_is_fuzzed
 # keeps this whole).
 QUERY_ARGUMENTS = {
-    "knowledge.index": ["cursor"], "workbench.index": ["view", "status"], "workbench.changes": ["since", "presence", "open", "typing"],
+    "knowledge.index": ["cursor"], "workbench.index": ["view", "status"], "workbench.changes": ["since", "presence", "open", "typing"], "workbench.merge_options": ["q"],
     "workbench.search": ["q", "content", "from", "to", "after", "seen", "found"],
     "workbench.conversation": ["status", "view", "q", "content", "from", "to", "after", "seen", "found"], "workbench.assignees": ["q"], "studio_api.knowledge_options": ["cursor"],
     "studio.app_page": ["version"], "studio.generate_knowledge": ["cursor"], "rules.new_rule": ["draft", "ai"],
