@@ -16,9 +16,11 @@ from core.db import db
 from desk.channels import create_channel
 from desk.conversations import queue_commands, snapshot
 from desk.models import Conversation, ConversationEvent, Customer, Message
+from desk.service_level_models import ServiceLevelTimer
 from tests.conftest import csrf_from, seat
 from tests.support.channels import another_channel, payload, send
 from tests.support.desk import HX, browser_of
+from tests.support.service_levels import levels, policy
 
 
 def inbound(client, channel, text: str, external_id: str = "c-1", name: str = "Wang Fang") -> uuid.UUID:
@@ -187,3 +189,15 @@ def test_a_merge_racing_inbound_messages_loses_and_duplicates_nothing(app, clien
     assert sorted(texts(target)) == sorted(["m-0", "w-0", *sent])  # every message once, all in the target
     assert db.session.scalar(select(func.count()).select_from(Message)) == 14
     assert db.session.get(Conversation, source).status == "resolved"
+
+
+def test_the_sources_running_timers_end_closed_and_the_targets_carry_on(app, client, tenant, admin, channel):
+    levels(tenant, admin, policy(first=30, resolution=600))
+    wechat = another_channel(tenant)
+    source, target = inbound(client, channel, "First"), inbound(client, wechat, "Second")
+    merge(browser_of(app, seat(tenant, "supervisor")), source, target)
+    db.session.expire_all()
+    timers = {(t.conversation_id, t.kind): (t.stopped_at is not None, t.outcome)
+              for t in db.session.scalars(select(ServiceLevelTimer))}
+    assert timers == {(source, "first_response"): (True, "closed"), (source, "resolution"): (True, "closed"),
+                      (target, "first_response"): (False, None), (target, "resolution"): (False, None)}
