@@ -4,16 +4,14 @@ customer message earlier, each with an event in the thread and its service-level
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from flask_babel import gettext as _
 from sqlalchemy import select, update
 
 from core.api import ApiError
-from flask_babel import gettext as _
-
 from core.clock import beijing_to_utc, iso, to_beijing, utcnow
 from core.db import db
 from desk import service_timers
-from desk.conversations import change_by_hand
-from desk.models import Conversation, ConversationEvent, Member
+from desk.models import Conversation, ConversationEvent
 
 PRESETS = ("hour", "tonight", "tomorrow", "monday")
 AHEAD = timedelta(minutes=1)  # a snooze ends at least this far ahead
@@ -60,13 +58,6 @@ def snoozed_words(until: datetime, now: datetime) -> str:
     local = to_beijing(until)
     shown = local.strftime("%H:%M" if local.date() == to_beijing(now).date() else "%Y-%m-%d %H:%M")
     return _("Snoozed until %(time)s", time=shown)
-
-
-def snooze(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UUID, expected_assignee: uuid.UUID | None,
-           expected_status: str, until: datetime) -> Conversation:
-    """Set the conversation pending until `until` while its assignee and status are still what the
-    person saw (409 conversation_changed otherwise). Flushes only."""
-    return change_by_hand(tenant_id, actor, conversation_id, expected_assignee, expected_status, snooze=until)
 
 
 def _wake_one(tenant_id: uuid.UUID, conversation_id: uuid.UUID, until: datetime, by: str, now: datetime) -> bool:
