@@ -18,6 +18,7 @@ from core import audit
 from core.api import ApiError
 from core.clock import utcnow
 from core.db import db
+from core.text import storable
 from desk import service_timers, waiting
 from desk.conversations import OPEN_RECEIPT_STATES, REASSIGNING_ROLES, get_conversation
 from desk.models import AssignmentReceipt, Conversation, ConversationEvent, Customer, Member, Message
@@ -41,6 +42,8 @@ def candidates(tenant_id: uuid.UUID, source: Conversation, query: str = "") -> l
                  .where(Conversation.tenant_id == tenant_id, Conversation.id != source.id,
                         Conversation.merged_into_id.is_(None)))
     query = query.strip()[:200]
+    if not storable(query):  # no name holds what the database cannot store
+        return []
     if not query:
         statement = statement.where(Conversation.customer_id == source.customer_id)
     else:

@@ -14,7 +14,7 @@ from desk.availability import save_policy
 from desk.availability_models import WaitingConversation
 from desk.models import Conversation, Member, Tenant
 from tests.conftest import customer_conversation, seat
-from tests.support.browser import PHONE, axe_violations, log_in
+from tests.support.browser import PHONE, axe_violations, log_in, settled
 
 LIVE_WAIT_MS = 12_000  # the page polls every 3 s
 # (locale, the link, the table's name, words the board shows for an online agent with one open conversation)
@@ -98,6 +98,7 @@ def test_with_the_policy_on_an_offline_pick_asks_first_and_assign_anyway_assigns
     page = context.new_page()
     log_in(page, live_server, supervisor.user.email)
     page.get_by_role("link", name="Olga Customer").click()
+    settled(page)
     details = page.get_by_role("complementary", name="Customer details")
     with page.expect_response(lambda answer: "/assignees?q=Cy" in answer.url):  # the options of what was typed
         details.get_by_role("searchbox", name="Assign to someone else").fill("Cy")

@@ -20,6 +20,12 @@ def log_in(page, base: str, email: str) -> None:
         page.get_by_label(re.compile("^(Password|密码)$")).press("Enter")
 
 
+def settled(page) -> None:
+    """Until htmx has no request in flight and nothing swapping or settling: htmx wires up swapped-in
+    content when it settles (20 ms after the swap), so a control filled before that sends nothing."""
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+
+
 def axe_violations(page) -> list[str]:
     """WCAG 2 A and AA violations axe-core finds on the page."""
     page.evaluate(AXE.read_text())  # through the debugger protocol: the page's CSP stays as served
