@@ -1,4 +1,5 @@
 """Console JSON API of the Studio app builder under /api/extensions."""
+import re
 import uuid
 
 from flask import Blueprint, current_app, request
@@ -14,6 +15,7 @@ from studio import actions, apps, generation, knowledge_ref, records
 from core.capabilities import CAPABILITY_VERSION, CATALOG
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, console_overview
 from studio.charts import chart_summaries
+from studio.compare import compare
 from studio.serialize import app_json, binding_json, entry_json, record_json, run_json, version_json
 
 bp = Blueprint("studio_api", __name__, url_prefix="/api/extensions")
@@ -114,6 +116,26 @@ def detail(app_id: uuid.UUID):
     if summaries:
         data["chart_summaries"] = summaries
     return ok(data)
+
+
+def _query_version(text: str | None) -> int:
+    """A version number from the query string: an integer, else 400 invalid_version (one that no
+    version has is the lookup's 404)."""
+    if text is None or not re.fullmatch(r"-?[0-9]{1,12}", text):
+        raise ApiError("invalid_version", 400)
+    return int(text)
+
+
+@bp.get("/<uuid:app_id>/versions/compare")
+@admin_console_required
+def compare_versions(app_id: uuid.UUID):
+    """What changed from version `from` to version `to`, change by change (issue 38)."""
+    numbers = [_query_version(request.args.get(name)) for name in ("from", "to")]
+    found = _tenant_app(app_id)
+    earlier, later = (apps.get_version(found, number) for number in numbers)
+    return ok({"from": earlier.version, "to": later.version, "from_hash": earlier.definition_hash,
+               "to_hash": later.definition_hash,
+               "changes": [change.as_json() for change in compare(earlier.definition, later.definition)]})
 
 
 @bp.post("/<uuid:app_id>/versions")

@@ -73,13 +73,14 @@ def _is_json_api(rule) -> bool:
 # The query arguments views read (test_every_header_and_query_argument_a_view_reads_is_fuzzed
 # keeps this whole).
 QUERY_ARGUMENTS = {
-    "knowledge.index": ["cursor"], "workbench.index": ["view", "status"], "workbench.changes": ["since", "presence", "open", "typing"], "workbench.merge_options": ["q"],
+    "knowledge.index": ["cursor"], "workbench.index": ["view", "status"],
+    "workbench.changes": ["since", "presence", "open", "typing"], "workbench.merge_options": ["q"],
     "workbench.search": ["q", "content", "from", "to", "after", "seen", "found"],
     "workbench.conversation": ["status", "view", "q", "content", "from", "to", "after", "seen", "found"], "workbench.assignees": ["q"], "studio_api.knowledge_options": ["cursor"],
     "studio.app_page": ["version"], "studio.generate_knowledge": ["cursor"], "rules.new_rule": ["draft", "ai"],
     "rules.rule_page": ["revision"], "open_api.list_customers": ["after"], "open_api.list_records": ["after"],
     "desk.login": ["next"], "desk.select_tenant": ["next"], "service_levels.report": ["days"],
-    "service_levels_api.report": ["days"],
+    "service_levels_api.report": ["days"], "studio_api.compare_versions": ["from", "to"],
 }
 
 
