@@ -8,7 +8,7 @@ from core.api import ApiError
 from core.clock import utcnow
 from core.db import db, tenant_row
 from core.once import take_tenant_slot
-from core.validation import canonical_hash
+from core.validation import canonical_hash, check_text
 from desk.models import User
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS
 from studio.definition import validate_definition
@@ -16,6 +16,7 @@ from studio.engine import run_rules
 from studio.scripting.client import run_code
 from studio.models import StudioApp, StudioTenantUsage, StudioVersion
 
+PUBLISH_NOTE_CHARS = 400  # a publish note, from the console page only (issue 38)
 
 
 def list_apps(tenant_id: uuid.UUID) -> list[StudioApp]:
@@ -127,9 +128,20 @@ def simulate(studio_app: StudioApp, actor_id: uuid.UUID | None, version_no: int,
     return result
 
 
+def publish_note(text: str) -> str | None:
+    """A publish note as typed: trimmed, at most 400 characters, no control characters but line
+    breaks and tabs (`400 invalid_note`); None when empty."""
+    try:
+        return check_text(text, "note", PUBLISH_NOTE_CHARS, multiline=True, allow_empty=True) or None
+    except ApiError:
+        raise ApiError("invalid_note", 400, detail="note") from None
+
+
 def publish(studio_app: StudioApp, actor_id: uuid.UUID | None, version_no: int,
-            expected_active: int | None, permissions: object, code_confirmed: bool) -> StudioApp:
-    """Make a simulated version live (also re-enables and rolls back), guarded by a revision check."""
+            expected_active: int | None, permissions: object, code_confirmed: bool,
+            note: str | None = None) -> StudioApp:
+    """Make a simulated version live (also re-enables and rolls back), guarded by a revision check;
+    a `note` (from `publish_note`) is kept on the version and in the audit entry."""
     version = get_version(studio_app, version_no)
     if not version.simulated:
         raise ApiError("simulation_required", 409)
@@ -146,9 +158,11 @@ def publish(studio_app: StudioApp, actor_id: uuid.UUID | None, version_no: int,
     if swapped.rowcount != 1:
         raise ApiError("version_conflict", 409)
     db.session.refresh(studio_app)
-    audit.record(studio_app.tenant_id, actor_id, "studio.published", f"studio_app:{studio_app.id}",
-                 {"version": version_no, "previous_version": expected_active,
-                  "permissions": PUBLISH_PERMISSIONS})
+    summary = {"version": version_no, "previous_version": expected_active, "permissions": PUBLISH_PERMISSIONS}
+    if note:
+        version.publish_note = note
+        summary["note"] = note
+    audit.record(studio_app.tenant_id, actor_id, "studio.published", f"studio_app:{studio_app.id}", summary)
     return studio_app
 
 

@@ -39,7 +39,8 @@ class StudioApp(UUIDPrimaryKey, Base):
 
 
 class StudioVersion(UUIDPrimaryKey, Base):
-    """An immutable definition of an application; `simulated` is its only changing flag."""
+    """An immutable definition of an application; what changes is `simulated` and the note of its
+    latest publication that had one (`publish_note`, set from the console page: issue 38)."""
 
     __tablename__ = "studio_version"
     __table_args__ = (UniqueConstraint("app_id", "version"),)
@@ -50,6 +51,7 @@ class StudioVersion(UUIDPrimaryKey, Base):
     definition: Mapped[dict] = mapped_column(JSON)
     definition_hash: Mapped[str] = mapped_column(String(64))
     simulated: Mapped[bool] = mapped_column(default=False)
+    publish_note: Mapped[str | None] = mapped_column(String(400))
     created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("user.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -17,6 +17,8 @@ from desk.sessions import admin_console_required, current_member
 from desk.models import Tenant
 from studio import apps, generation, knowledge_ref, quota, records, workbench
 from studio.charts import chart_summaries
+from studio.compare import compare
+from studio.compare_words import described
 from studio.catalog import LIMITS, PUBLISH_PERMISSIONS, starter_definition
 from studio.forms import form_to_input, parse_definition_text, split_script, with_script
 from studio.svg import chart_figure
@@ -89,11 +91,14 @@ def _page_context(studio_app, selected: int | None) -> dict:
     live = [r for r in records.latest_records(studio_app) if r.version == studio_app.active_version]
     definitions = {v.version: v.definition for v in versions}
     summaries = chart_summaries(studio_app.tenant_id, studio_app.id, definitions)
-    live_version = next((v for v in versions if v.version == studio_app.active_version), None)
+    live_version = _live_version(studio_app, versions)
     definition, script = split_script(current.definition)
+    pick = _default_pick(studio_app, versions)
     return {"app": studio_app, "versions": versions, "current": current, "ledger": live,
             "authors": apps.author_emails(versions),
             "live_version": live_version, "permissions": PUBLISH_PERMISSIONS,
+            "compare_from": pick[0], "compare_to": pick[1],
+            "publish_changes": live_version and _comparison(live_version, current),
             "figures": [chart_figure(s) for s in summaries.get(str(current.version), [])],
             "editor_text": json.dumps(definition, ensure_ascii=False, indent=2),
             "script_text": script, "script_limit": LIMITS["script_source_chars"],
@@ -101,6 +106,29 @@ def _page_context(studio_app, selected: int | None) -> dict:
             "submitters": records.submitters(live),
             "provenance": {"origin": shown_origin(studio_app.origin or ""),
                            "license": shown_license(studio_app.license or "")}}
+
+
+def _live_version(studio_app, versions: list):
+    """The live version (also when it is older than the newest versions listed), or None."""
+    if studio_app.active_version is None:
+        return None
+    return next((v for v in versions if v.version == studio_app.active_version), None) \
+        or apps.get_version(studio_app, studio_app.active_version)
+
+
+def _default_pick(studio_app, versions: list) -> tuple[int, int]:
+    """The two versions compared unless the administrator picks others: the live version against
+    the newest one, or the one before the newest when that is live or nothing is."""
+    newest = versions[0].version
+    live = studio_app.active_version
+    if live is not None and live != newest:
+        return live, newest
+    return (versions[1].version if len(versions) > 1 else newest), newest
+
+
+def _comparison(earlier, later):
+    """What changes from one version to another, in words."""
+    return described(earlier.definition, later.definition, compare(earlier.definition, later.definition))
 
 
 def _render_app(studio_app, selected: int | None = None, status: int = 200, **extra):
@@ -115,6 +143,21 @@ def app_page(app_id: uuid.UUID):
     """One application: versions, editor, simulation, publishing, ledger and charts."""
     found = apps.get_app(current_member().tenant_id, app_id)
     return _render_app(found, form_integer(request.args.get("version")))
+
+
+@bp.get("/extensions/<uuid:app_id>/compare")
+@admin_console_required
+def compare_page(app_id: uuid.UUID):
+    """Two versions side by side: what changed from `from` to `to` (by default the live version
+    against the newest), in the definition's terms."""
+    found = apps.get_app(current_member().tenant_id, app_id)
+    versions = apps.list_versions(found)
+    default_from, default_to = _default_pick(found, versions)
+    earlier, later = (apps.get_version(found, default if picked is None else picked) for picked, default in (
+        (form_integer(request.args.get("from")), default_from), (form_integer(request.args.get("to")), default_to)))
+    listed = [*versions, *(v for v in (earlier, later) if v not in versions)]
+    return render_template("studio/compare.html", app=found, versions=listed, earlier=earlier, later=later,
+                           comparison=_comparison(earlier, later))
 
 
 @bp.post("/extensions/<uuid:app_id>/versions")
@@ -160,7 +203,7 @@ def publish(app_id: uuid.UUID):
     permissions = PUBLISH_PERMISSIONS if request.form.get("confirm_permissions") == "on" else None
     try:
         apps.publish(found, current_user.id, number, expected, permissions,
-                     request.form.get("code_confirmed") == "on")
+                     request.form.get("code_confirmed") == "on", apps.publish_note(request.form.get("note", "")))
     except ApiError as err:
         db.session.rollback()
         flash(str(_PUBLISH_ERRORS.get(err.code) or _("Publishing failed: %(code)s.", code=err.code)), "error")
@@ -175,6 +218,7 @@ _PUBLISH_ERRORS = {
     "permission_confirmation_required": _l("Tick the box to confirm the permissions."),
     "version_conflict": _l("Someone changed the live version meanwhile; the page now shows the current state."),
     "code_confirmation_required": _l("Confirm the script separately before publishing a version with code."),
+    "invalid_note": _l("The publish note takes at most 400 characters, without control characters."),
 }
 
 

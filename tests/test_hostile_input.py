@@ -81,6 +81,7 @@ QUERY_ARGUMENTS = {
     "rules.rule_page": ["revision"], "open_api.list_customers": ["after"], "open_api.list_records": ["after"],
     "desk.login": ["next"], "desk.select_tenant": ["next"], "service_levels.report": ["days"],
     "service_levels_api.report": ["days"], "studio_api.compare_versions": ["from", "to"],
+    "studio.compare_page": ["from", "to"],
 }
 
 

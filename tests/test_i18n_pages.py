@@ -17,7 +17,8 @@ ENGLISH = re.compile(r"[A-Za-z][a-z']+(?:[ ,]+[A-Za-z][a-z']*){2,}")
 # What the estate (tests/support/estate.py and the fixtures it uses) stores: names, labels and
 # messages people typed. Shown as they are in every language.
 DATA = ("Custom Studio", "Big orders are high priority", "Weekday rotation", "Hello from the walk",
-        "Refund desk", "Send to CRM", "Your parcel left today", "Fill in the request", "Due date")
+        "Refund desk", "Send to CRM", "Your parcel left today", "Fill in the request", "Due date",
+        "Service request")  # the sample application's name: a comparison of its versions quotes it
 
 
 def catalog_phrases() -> list[str]:

@@ -8,16 +8,7 @@ from studio.compare import Change, compare
 from studio.definition import validate_definition
 from tests.conftest import seat
 from tests.support.desk import browser_of
-from tests.support.studio import ConsoleApi, sample_definition
-
-SECTIONS = {
-    "charts": [{"key": "by_priority", "title": "By priority", "type": "bar", "group_by": "priority",
-                "metric": "count"}],
-    "code": {"language": "javascript", "source": "const total = input.amount;\nreturn {amount: total};"},
-    "workbench": {"theme": "blue", "title": "Requests"},
-    "intent": {"labels": ["refund", "delivery"]},
-    "actions": [{"key": "notify", "title": "Notify the warehouse", "kind": "http", "fields": ["title", "amount"]}],
-}
+from tests.support.studio import SECTIONS, ConsoleApi, sample_definition
 
 
 def definition(**changes) -> dict:

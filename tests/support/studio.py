@@ -27,6 +27,16 @@ SAMPLE_DEFINITION = {
     ]},
 }
 
+# Every optional section, each valid with the sample definition's fields.
+SECTIONS = {
+    "charts": [{"key": "by_priority", "title": "By priority", "type": "bar", "group_by": "priority",
+                "metric": "count"}],
+    "code": {"language": "javascript", "source": "const total = input.amount;\nreturn {amount: total};"},
+    "workbench": {"theme": "blue", "title": "Requests"},
+    "intent": {"labels": ["refund", "delivery"]},
+    "actions": [{"key": "notify", "title": "Notify the warehouse", "kind": "http", "fields": ["title", "amount"]}],
+}
+
 
 def sample_definition(**changes) -> dict:
     """A copy of the sample definition with top-level changes."""
