@@ -30,8 +30,8 @@ class ServiceLevelSettings(Base):
 TIMER_KINDS = ("first_response", "next_response", "resolution")
 OUTCOMES = ("met", "breached", "closed")  # closed: a response timer ended by resolving, no reply given
 OPEN_DUE = "breached_at IS NULL AND stopped_at IS NULL AND due_at IS NOT NULL"  # what the breach sweep looks at
-RUNNING = "stopped_at IS NULL"
-BREACHED = "breached_at IS NOT NULL"  # the team board's count of breaches  # what the workbench's "Breaching soon" looks at, breached or not
+RUNNING = "stopped_at IS NULL"  # what the workbench's "Breaching soon" looks at, breached or not
+BREACHED = "breached_at IS NOT NULL"  # the team board's count of breaches
 
 
 class ServiceLevelTimer(UUIDPrimaryKey, Base):

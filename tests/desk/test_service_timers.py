@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, insert, select, text
 
 from core.db import db
 from core.metrics import SERVICE_LEVEL_BREACHES
@@ -156,6 +156,41 @@ def test_a_breach_is_recorded_once_per_timer_under_racing_ticks(app, desk, tenan
         recorded = list(pool.map(tick, range(8)))
     assert sum(recorded) == 5
     assert SERVICE_LEVEL_BREACHES.labels("first_response")._value.get() == before + 5
+    scraped = app.test_client().get("/metrics").get_data(as_text=True)  # by target kind, no tenant
+    assert f'service_level_breaches_total{{kind="first_response"}} {before + 5}' in scraped
     db.session.expire_all()
     outcomes = [(t.kind, t.outcome) for t in db.session.scalars(select(ServiceLevelTimer))]
     assert sorted(outcomes) == [("first_response", "breached")] * 5 + [("resolution", None)] * 5
+
+
+def test_the_breach_sweep_is_one_statement_planned_on_the_partial_due_time_index(desk, tenant, admin):
+    """The database's own plan of the very statement the tick runs: a search of
+    ix_service_level_timer_due (running timers with a due time), not a scan of timers or conversations."""
+    levels(tenant, admin, policy(first=30, resolution=60, hours="calendar"))
+    desk.customer()
+    timer = desk.timer("first_response")
+    row = {column.key: getattr(timer, column.key) for column in ServiceLevelTimer.__mapper__.column_attrs}
+    db.session.execute(insert(ServiceLevelTimer), [  # running timers due later, for the planner to weigh
+        {**row, "id": uuid.uuid4(), "due_at": timer.due_at + timedelta(days=1, minutes=n)} for n in range(3000)])
+    db.session.commit()
+    if db.engine.dialect.name == "postgresql":
+        db.session.execute(text("ANALYZE service_level_timer"))
+        db.session.commit()
+    statements = []
+
+    def seen(_conn, _cursor, statement, parameters, _context, _many):
+        statements.append((statement, parameters))
+
+    event.listen(db.engine, "before_cursor_execute", seen)
+    try:
+        service_timers.sweep()
+    finally:
+        event.remove(db.engine, "before_cursor_execute", seen)
+    [(statement, parameters)] = [(s, p) for s, p in statements if s.lstrip().upper().startswith("UPDATE")]
+    with db.engine.connect() as connection:
+        if connection.dialect.name == "postgresql":
+            plan = [row[0] for row in connection.exec_driver_sql(f"EXPLAIN {statement}", parameters)]
+        else:
+            plan = [row[-1] for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)]
+        connection.rollback()
+    assert any("ix_service_level_timer_due " in f"{line} " for line in plan), plan
