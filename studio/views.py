@@ -126,6 +126,13 @@ def _default_pick(studio_app, versions: list) -> tuple[int, int]:
     return (versions[1].version if len(versions) > 1 else newest), newest
 
 
+def _picked_version(studio_app, name: str, default: int):
+    """The version a query argument names (404 when the application has none of that number), or
+    the default when the argument is missing or not a number."""
+    number = form_integer(request.args.get(name))
+    return apps.get_version(studio_app, default if number is None else number)
+
+
 def _comparison(earlier, later):
     """What changes from one version to another, in words."""
     return described(earlier.definition, later.definition, compare(earlier.definition, later.definition))
@@ -152,9 +159,8 @@ def compare_page(app_id: uuid.UUID):
     against the newest), in the definition's terms."""
     found = apps.get_app(current_member().tenant_id, app_id)
     versions = apps.list_versions(found)
-    default_from, default_to = _default_pick(found, versions)
-    earlier, later = (apps.get_version(found, default if picked is None else picked) for picked, default in (
-        (form_integer(request.args.get("from")), default_from), (form_integer(request.args.get("to")), default_to)))
+    earlier, later = (_picked_version(found, name, default)
+                      for name, default in zip(("from", "to"), _default_pick(found, versions)))
     listed = [*versions, *(v for v in (earlier, later) if v not in versions)]
     return render_template("studio/compare.html", app=found, versions=listed, earlier=earlier, later=later,
                            comparison=_comparison(earlier, later))
