@@ -63,7 +63,8 @@ def test_policies_and_hours_are_replaced_together_and_read_back_default_first(ap
                                                                                        "hours": []}
     [row] = saved()
     assert (row.tenant_id, row.policies, row.hours) == (tenant.id, [DEFAULT], [])
-    entries = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "service_levels.saved")).all()
+    entries = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "service_levels.saved")
+                                 .order_by(AuditEntry.created_at)).all()
     assert [(e.actor_id, e.summary) for e in entries] == [(admin.user_id, {"policies": 2, "hours": 2}),
                                                           (admin.user_id, {"policies": 1, "hours": 0})]
 
