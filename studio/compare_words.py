@@ -177,11 +177,12 @@ def _tokens(path: str) -> list:
 
 
 class _Words:
-    """Names and values in the words of the two definitions (labels of fields, titles of charts)."""
+    """What each change is to, by the names of the version that holds it (a removed element by the
+    earlier version's, everything else by the later one's); values by their own version's names."""
 
     def __init__(self, before: dict, after: dict):
         self.before, self.after = before, after
-        self.labels = {f["key"]: f["label"] for f in [*before["fields"], *after["fields"]]}
+        self.earlier, self.later = _Values(before, after), _Values(after, before)
 
     def item(self, change: Change, tokens: list) -> Item:
         subject = self._subject(change, tokens)
@@ -189,10 +190,11 @@ class _Words:
             before, after = ((value or {}).get("source", "") if tokens == ["code"] else value or ""
                              for value in (change.before, change.after))
             return Item(change.kind, subject, None, None, lines=line_diff(before, after))
-        item = Item(change.kind, subject, self.shown(change.before, tokens), self.shown(change.after, tokens))
+        item = Item(change.kind, subject, self.earlier.shown(change.before, tokens),
+                    self.later.shown(change.after, tokens))
         if change.kind == CHANGED and _plain_list(change.before) and _plain_list(change.after):
-            item.gained = [self.shown(v, [*tokens, 0]) for v in change.after if v not in change.before]
-            item.lost = [self.shown(v, [*tokens, 0]) for v in change.before if v not in change.after]
+            item.gained = [self.later.shown(v, [*tokens, 0]) for v in change.after if v not in change.before]
+            item.lost = [self.earlier.shown(v, [*tokens, 0]) for v in change.before if v not in change.after]
         return item
 
     def _subject(self, change: Change, tokens: list) -> str:
@@ -211,24 +213,29 @@ class _Words:
                 return words[head]
             return " · ".join([_section_heading(head), *(str(PROPERTY_WORDS.get(t, t)) for t in rest)])
         index, rest = rest[0], rest[1:]
-        element = self._element(head, index, change.kind == REMOVED and not rest)
-        named = self._element_name(head, index, element)
+        removed = change.kind == REMOVED and not rest
+        named = _element_name(head, index, _elements(self.before if removed else self.after, head)[index])
         prop = ".".join(str(t) for t in rest)
         return f"{named} · {PROPERTY_WORDS.get(prop, prop)}" if rest else named
 
-    def _element(self, head: str, index: int, removed: bool) -> dict:
-        source = self.before if removed else self.after
-        items = source["workflow"]["rules"] if head == "rules" else source.get(head, [])
-        return items[index] if index < len(items) else {}
+    def unchanged(self, section: str, changes: list[Change]) -> list[str]:
+        """The elements of a keyed or positional section that no change touches, by name."""
+        if section not in ("fields", "rules", "charts", "actions"):
+            return []
+        prefix = "workflow.rules" if section == "rules" else section
+        touched = {int(m.group(1)) for change in changes
+                   if (m := re.match(re.escape(prefix) + r"\[(\d+)\]", change.path)) and change.kind != REMOVED}
+        return [_element_name(section, index, item) for index, item in enumerate(_elements(self.after, section))
+                if index not in touched]
 
-    def _element_name(self, head: str, index: int, element: dict) -> str:
-        if head == "rules":
-            return _("Rule %(number)s “%(name)s”", number=index + 1, name=element.get("name", ""))
-        if head == "fields":
-            return _("Field “%(label)s”", label=element.get("label", ""))
-        if head == "charts":
-            return _("Chart “%(title)s”", title=element.get("title", ""))
-        return _("Action “%(title)s”", title=element.get("title", ""))
+
+class _Values:
+    """Values in words by one version's names (a key only the other version has, by the other's)."""
+
+    def __init__(self, definition: dict, other: dict):
+        self.labels = {f["key"]: f["label"] for d in (other, definition) for f in d["fields"]}
+        self.titles = {item["key"]: item["title"] for d in (other, definition)
+                       for section in ("charts", "actions") for item in d.get(section, [])}
 
     def shown(self, value, tokens: list) -> str | None:
         """A value in words: texts quoted, yes/no, a field's key as its label, elements summarized."""
@@ -254,10 +261,7 @@ class _Words:
         return f"“{self.labels.get(key, key)}”"
 
     def _named_key(self, head: str, key: str) -> str:
-        if head == "fields":
-            return self.field_name(key)
-        items = [*self.before.get(head, []), *self.after.get(head, [])]
-        return next((f"“{item['title']}”" for item in items if item["key"] == key), key)
+        return self.field_name(key) if head == "fields" else f"“{self.titles.get(key, key)}”"
 
     def _summary(self, value: dict, tokens: list) -> str:
         """A whole element or section in one line."""
@@ -290,15 +294,20 @@ class _Words:
     def _result(self, then: dict) -> str:
         return f"{self.field_name(then['field'])} = {self.shown(then['value'], ['rules', 'value'])}"
 
-    def unchanged(self, section: str, changes: list[Change]) -> list[str]:
-        """The elements of a keyed or positional section that no change touches, by name."""
-        if section not in ("fields", "rules", "charts", "actions"):
-            return []
-        prefix = "workflow.rules" if section == "rules" else section
-        touched = {int(m.group(1)) for change in changes
-                   if (m := re.match(re.escape(prefix) + r"\[(\d+)\]", change.path)) and change.kind != REMOVED}
-        items = self.after["workflow"]["rules"] if section == "rules" else self.after.get(section, [])
-        return [self._element_name(section, index, item) for index, item in enumerate(items) if index not in touched]
+
+def _elements(definition: dict, section: str) -> list[dict]:
+    """A version's fields, rules, charts or actions."""
+    return definition["workflow"]["rules"] if section == "rules" else definition.get(section, [])
+
+
+def _element_name(section: str, index: int, element: dict) -> str:
+    if section == "rules":
+        return _("Rule %(number)s “%(name)s”", number=index + 1, name=element["name"])
+    if section == "fields":
+        return _("Field “%(label)s”", label=element["label"])
+    if section == "charts":
+        return _("Chart “%(title)s”", title=element["title"])
+    return _("Action “%(title)s”", title=element["title"])
 
 
 def _section_heading(name: str) -> str:

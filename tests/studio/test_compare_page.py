@@ -99,10 +99,11 @@ def test_the_page_shows_each_kind_of_change_in_words(admin_client, edited):
     # an option list's values before and after, and the ones it gained and lost
     assert "Before “low”, “high” After “minor”, “high” Added “minor” Removed “low”" in _words(page)
     assert "“Notes” (textarea; optional)" in _words(page)
-    assert "Before “Subject”, “Priority”, “Amount” After “Priority”, “Subject”, “Amount”" in _words(page)
+    # each side in its own names: the first field was “Title” before
+    assert "Before “Title”, “Priority”, “Amount” After “Priority”, “Subject”, “Amount”" in _words(page)
     assert "“Urgent is high”: if “Urgent” equals yes, then “Priority” = “high”" in _words(page)  # condition, result
     assert "Before “Priority” After “Due date”" in _words(page)  # a chart's group, by the field's label
-    assert "“Notify the warehouse” (Kind: “http”; Fields: “Subject”, “Amount”)" in _words(page)  # the removed action
+    assert "“Notify the warehouse” (Kind: “http”; Fields: “Title”, “Amount”)" in _words(page)  # the removed action
 
 
 def test_the_script_is_a_line_diff_with_the_change_in_words(admin_client, edited):
