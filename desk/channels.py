@@ -50,7 +50,7 @@ def _touch(which) -> Update:
     """The conversation's new activity, reopening it if resolved; a merged one is left resolved and
     names the conversation it went into."""
     merged = _CONVERSATION.c.merged_into_id.is_not(None)
-    return (update(_CONVERSATION).where(_CONVERSATION.c.id == which)
+    return (update(_CONVERSATION).where(_CONVERSATION.c.id == which, _CONVERSATION.c.tenant_id == bindparam("p_tenant"))
             .values(status=case((merged, _CONVERSATION.c.status), (_CONVERSATION.c.status == "resolved", "open"),
                                 else_=_CONVERSATION.c.status),
                     last_activity_at=case((merged, _CONVERSATION.c.last_activity_at), else_=bindparam("p_now")))
@@ -172,11 +172,12 @@ def _open_conversation(channel: Row, customer_id: uuid.UUID) -> uuid.UUID:
     (its id)."""
     now = utcnow()
     found = db.session.execute(_TOUCH_CONVERSATION, {
-        "p_customer": customer_id, "p_channel": channel.id, "p_now": now}).first()
+        "p_customer": customer_id, "p_channel": channel.id, "p_tenant": channel.tenant_id, "p_now": now}).first()
     for _ in range(MERGE_HOPS):  # merged (`desk.merge`): the message goes where the thread went
         if found is None or found.merged_into_id is None:
             break
-        found = db.session.execute(_TOUCH_MERGED_INTO, {"p_conversation": found.merged_into_id, "p_now": now}).first()
+        found = db.session.execute(_TOUCH_MERGED_INTO, {"p_conversation": found.merged_into_id,
+                                                        "p_tenant": channel.tenant_id, "p_now": now}).first()
     if found is not None:
         if found.snoozed_until is not None:
             snooze.woken_by_customer(channel.tenant_id, found.id, found.snoozed_until, now)

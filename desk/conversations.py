@@ -67,7 +67,8 @@ def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UU
 
     404 not_found for a foreign conversation; 403 reassign_forbidden when an agent would take
     another's conversation; 409 member_unavailable for an inactive or foreign assignee; 409
-    conversation_changed when someone (a person or a rule) changed it meanwhile. Flushes only.
+    conversation_changed when someone (a person or a rule) changed it meanwhile, or merged it (a merged
+    conversation stays resolved). Flushes only.
     """
     conversation = get_conversation(tenant_id, conversation_id)
     values, events = {}, []
@@ -94,7 +95,8 @@ def change_by_hand(tenant_id: uuid.UUID, actor: Member, conversation_id: uuid.UU
         return conversation
     changed = db.session.execute(update(Conversation).where(
         Conversation.id == conversation.id, Conversation.tenant_id == tenant_id,
-        Conversation.status == expected_status, Conversation.assignee_member_id.is_not_distinct_from(expected_assignee))
+        Conversation.status == expected_status, Conversation.assignee_member_id.is_not_distinct_from(expected_assignee),
+        Conversation.merged_into_id.is_(None))
         .values(**values).execution_options(synchronize_session=False)).rowcount
     if changed != 1:
         raise ApiError("conversation_changed", 409)

@@ -4,11 +4,14 @@ and a later message of the source's customer on the source's channel goes to the
 (`desk.channels`, which follows `merged_into_id`). Both threads record the merge with its actor; the
 audit log has it; customers are never changed.
 
-Under concurrency: the merge first moves the source row by a compare-and-swap (not merged yet, the
-status the person saw), which waits behind an inbound message's transaction on that row and makes a
-later one wait behind the merge; the messages then move in a statement that sees every message
-committed before it, and an inbound flow that touched the source after the merge follows it to the
-target. So no message is lost, duplicated or left behind.
+Under concurrency: the merge first locks both rows in id order (so two merges of the same pair, in
+either direction, wait for each other instead of deadlocking) and reads them as they stand; it then
+moves the source row by a compare-and-swap (not merged yet, the status the person saw) and touches
+the target only while it is not merged, so merging A into B while B goes into A ends with one merge
+and a refusal, never a loop. The source's update waits behind an inbound message's transaction on
+that row and makes a later one wait behind the merge; the messages then move in a statement that
+sees every message committed before it, and an inbound flow that touched the source after the
+merge follows it to the target. So no message is lost, duplicated or left behind.
 """
 import uuid
 
@@ -20,7 +23,7 @@ from core.clock import utcnow
 from core.db import db
 from core.text import storable
 from desk import service_timers, waiting
-from desk.conversations import OPEN_RECEIPT_STATES, REASSIGNING_ROLES, get_conversation
+from desk.conversations import OPEN_RECEIPT_STATES, REASSIGNING_ROLES
 from desk.models import AssignmentReceipt, Conversation, ConversationEvent, Customer, Member, Message
 
 CANDIDATES = 10
@@ -59,6 +62,17 @@ def candidates(tenant_id: uuid.UUID, source: Conversation, query: str = "") -> l
         Conversation.id).limit(CANDIDATES)))
 
 
+def _locked(tenant_id: uuid.UUID, source_id: uuid.UUID, target_id: uuid.UUID) -> tuple[Conversation, Conversation]:
+    """The two conversations as they stand, their rows locked in id order until the commit
+    (PostgreSQL; SQLite has one writer at a time); 404 not_found for one not the tenant's."""
+    rows = {row.id: row for row in db.session.scalars(
+        select(Conversation).where(Conversation.tenant_id == tenant_id, Conversation.id.in_({source_id, target_id}))
+        .order_by(Conversation.id).with_for_update().execution_options(populate_existing=True))}
+    if source_id not in rows or target_id not in rows:
+        raise ApiError("not_found", 404)
+    return rows[source_id], rows[target_id]
+
+
 def merge(tenant_id: uuid.UUID, actor: Member, source_id: uuid.UUID, target_id: uuid.UUID, expected_status: str,
           customers_confirmed: bool) -> Conversation:
     """Merge the source into the target as `actor`; the target. Flushes only.
@@ -69,7 +83,7 @@ def merge(tenant_id: uuid.UUID, actor: Member, source_id: uuid.UUID, target_id: 
     confirmed merging two customers' conversations; 409 conversation_changed when the source's
     status is no longer `expected_status`.
     """
-    source, target = get_conversation(tenant_id, source_id), get_conversation(tenant_id, target_id)
+    source, target = _locked(tenant_id, source_id, target_id)
     if source.id == target.id:
         raise ApiError("merge_into_itself", 400)
     if not _may_merge(actor, source, target):
@@ -93,8 +107,10 @@ def merge(tenant_id: uuid.UUID, actor: Member, source_id: uuid.UUID, target_id: 
     messages = db.session.execute(update(Message).where(
         Message.conversation_id == source.id, Message.tenant_id == tenant_id).values(conversation_id=target.id)
         .execution_options(synchronize_session=False)).rowcount
-    db.session.execute(update(Conversation).where(Conversation.id == target.id, Conversation.tenant_id == tenant_id)
-                       .values(last_activity_at=now).execution_options(synchronize_session=False))
+    if db.session.execute(update(Conversation).where(
+            Conversation.id == target.id, Conversation.tenant_id == tenant_id, Conversation.merged_into_id.is_(None))
+            .values(last_activity_at=now).execution_options(synchronize_session=False)).rowcount != 1:
+        raise ApiError("already_merged", 409)  # merged meanwhile (the caller rolls the source back)
     waiting.leave(tenant_id, source.id)
     service_timers.on_merged(tenant_id, source.id, now)
     db.session.add_all([

@@ -42,10 +42,10 @@ def remove_endpoint(tenant_id: uuid.UUID, channel_id: uuid.UUID) -> None:
     db.session.flush()
 
 
-def _body(delivery_id: uuid.UUID, message: Message, conversation: Conversation, external_id: str | None) -> str:
+def _body(delivery_id: uuid.UUID, message: Message, conversation_id: str, external_id: str | None) -> str:
     """The signed event of a reply; it never changes afterwards."""
     return json.dumps({"id": str(delivery_id), "type": REPLY_TYPE, "api_version": "v1", "created_at": iso(utcnow()),
-                       "data": {"message_id": str(message.id), "conversation_id": str(conversation.id),
+                       "data": {"message_id": str(message.id), "conversation_id": conversation_id,
                                 "customer_external_id": external_id, "text": message.text}},
                       ensure_ascii=False, separators=(",", ":"))
 
@@ -55,14 +55,20 @@ def add_delivery(conversation: Conversation, message: Message) -> uuid.UUID | No
     reply); its id, or None when the reply is only stored."""
     if message.kind != "public" or message.direction != "outbound" or conversation.channel_id is None:
         return None
+    external_id = db.session.scalar(select(Customer.external_id).where(Customer.id == conversation.customer_id))
+    return _queued(conversation.tenant_id, conversation.channel_id, message, str(conversation.id), external_id)
+
+
+def _queued(tenant_id: uuid.UUID, channel_id: uuid.UUID, message: Message, conversation_id: str,
+            external_id: str | None) -> uuid.UUID | None:
+    """A new outbox row for the reply to that customer on that channel, if it has an endpoint."""
     channel = db.session.execute(select(Channel.id, Channel.outbound_url).where(
-        Channel.id == conversation.channel_id, Channel.tenant_id == conversation.tenant_id)).first()
+        Channel.id == channel_id, Channel.tenant_id == tenant_id)).first()
     if channel is None or not channel.outbound_url:
         return None
-    external_id = db.session.scalar(select(Customer.external_id).where(Customer.id == conversation.customer_id))
     delivery_id = uuid.uuid4()
-    db.session.add(ChannelDelivery(id=delivery_id, tenant_id=conversation.tenant_id, channel_id=channel.id,
-                                   message_id=message.id, body=_body(delivery_id, message, conversation, external_id)))
+    db.session.add(ChannelDelivery(id=delivery_id, tenant_id=tenant_id, channel_id=channel.id, message_id=message.id,
+                                   body=_body(delivery_id, message, conversation_id, external_id)))
     db.session.flush()
     return delivery_id
 
@@ -79,7 +85,8 @@ def latest_deliveries(tenant_id: uuid.UUID, message_ids: list[uuid.UUID]) -> dic
 
 
 def retry(tenant_id: uuid.UUID, message_id: uuid.UUID) -> uuid.UUID:
-    """Send a reply whose delivery failed again, as a new delivery with a fresh schedule; its id.
+    """Send a reply whose delivery failed again, to the same customer on the same channel (also after
+    a merge moved the message), as a new delivery with a fresh schedule; its id.
     The failed row turns `retried` by a conditional UPDATE, so two clicks send it once more, not
     twice. 404 for a foreign message; 409 delivery_not_failed unless the newest delivery failed."""
     message = tenant_row(Message, tenant_id, message_id)
@@ -91,7 +98,8 @@ def retry(tenant_id: uuid.UUID, message_id: uuid.UUID) -> uuid.UUID:
         .execution_options(synchronize_session=False)).rowcount
     if moved != 1:
         raise ApiError("delivery_not_failed", 409)
-    again = add_delivery(db.session.get(Conversation, message.conversation_id), message)
+    sent = json.loads(failed.body)["data"]  # to whom it went: a merge since may have moved the message
+    again = _queued(tenant_id, failed.channel_id, message, sent["conversation_id"], sent["customer_external_id"])
     if again is None:
         raise ApiError("no_outbound_endpoint", 409)
     return again

@@ -34,7 +34,8 @@ def post_message(tenant_id: uuid.UUID, author: Member, conversation_id: uuid.UUI
     """Store a reply (outbound, public) or a private note once; (message, id of the reply's new
     delivery to queue after the commit, or None: a note, a replay, or a channel without an
     endpoint). The author's draft of the conversation is gone with it. The same client message id with
-    another text or kind is 409 client_message_id_reused. Flushes only."""
+    another text or kind is 409 client_message_id_reused; a merged conversation takes nothing new, 409
+    conversation_merged. Flushes only."""
     conversation = get_conversation(tenant_id, conversation_id)
     text, kind, now = _text(text), "private_note" if private else "public", utcnow()
     message, replayed = COMPOSED.insert({
@@ -45,8 +46,11 @@ def post_message(tenant_id: uuid.UUID, author: Member, conversation_id: uuid.UUI
         if (message.text, message.kind, message.author_member_id) != (text, kind, author.id):
             raise ApiError("client_message_id_reused", 409)
         return message, None
-    db.session.execute(update(Conversation).where(Conversation.id == conversation.id, Conversation.tenant_id == tenant_id)
-                       .values(last_activity_at=now).execution_options(synchronize_session=False))
+    if db.session.execute(update(Conversation).where(
+            Conversation.id == conversation.id, Conversation.tenant_id == tenant_id,
+            Conversation.merged_into_id.is_(None))
+            .values(last_activity_at=now).execution_options(synchronize_session=False)).rowcount != 1:
+        raise ApiError("conversation_merged", 409)  # its thread moved (also when a merge commits meanwhile)
     mark_read(author.id, conversation)
     remove_draft(author.id, conversation.id)
     if kind == "public":

@@ -72,6 +72,7 @@ MERGE_ERRORS = {
 SNOOZE_LABELS = {"hour": _l("1 hour"), "tonight": _l("Tonight 18:00"), "tomorrow": _l("Tomorrow 09:00"),
                  "monday": _l("Next Monday 09:00")}
 COMPOSER_ERRORS = {
+    "conversation_merged": _l("This conversation was merged into another one: reply there."),
     "invalid_message": _l("Write something first (at most 4,000 characters)."),
     "client_message_id_reused": _l("This message was already sent with other text: reload the page and send again."),
     "invalid_form": _l("The form was incomplete: reload the page and try again."),
@@ -441,9 +442,9 @@ def send(conversation_id: uuid.UUID):
 def _someone_replied(member: Member, conversation_id: uuid.UUID) -> str | None:
     """The question "Someone else replied" when another member replied after the thread the
     member saw at their first keystroke (`replied_after`, set by the composer's script), unless they
-    answered it with "Send anyway"; None: send."""
+    answered it with "Send anyway" or write a private note; None: send."""
     after = request.form.get("replied_after", "")
-    if not after or request.form.get("send_anyway") == CONFIRMED:
+    if not after or request.form.get("send_anyway") == CONFIRMED or request.form.get("private_note") == "on":
         return None
     try:
         moment = _instant(after)
@@ -632,8 +633,9 @@ def merge(conversation_id: uuid.UUID):
     chosen = request.form.get("target", "")
     try:
         target_id = parse_uuid(chosen, "invalid_form")
-        target = merge_conversations(member.tenant_id, member, source.id, target_id,
-                                     request.form.get("seen_status", ""), request.form.get("confirm") == chosen)
+        _assignee, seen_status = _expected_state()
+        target = merge_conversations(member.tenant_id, member, source.id, target_id, seen_status,
+                                     request.form.get("confirm") == chosen)
     except ApiError as err:
         db.session.rollback()
         if err.code not in MERGE_ERRORS:

@@ -9,6 +9,7 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from sqlalchemy import func, select
 
 from core.audit import AuditEntry
@@ -202,3 +203,57 @@ def test_the_sources_running_timers_end_closed_and_the_targets_carry_on(app, cli
               for t in db.session.scalars(select(ServiceLevelTimer))}
     assert timers == {(source, "first_response"): (True, "closed"), (source, "resolution"): (True, "closed"),
                       (target, "first_response"): (False, None), (target, "resolution"): (False, None)}
+
+
+def test_merging_a_into_b_while_b_goes_into_a_ends_with_one_merge(app, client, tenant, channel):
+    wechat = another_channel(tenant)
+    first, second = inbound(client, channel, "On the web"), inbound(client, wechat, "On WeChat")
+    browser = browser_of(app, seat(tenant, "supervisor"))
+    page = browser.get(f"/workbench/conversations/{first}").get_data(as_text=True)
+    start = threading.Barrier(2)
+
+    def merging(source, target) -> int:
+        with app.app_context():
+            start.wait(30)
+            return browser.post(f"/workbench/conversations/{source}/merge", headers=HX, data={
+                "csrf_token": csrf_from(page), "target": str(target), "seen_status": "open"}).status_code
+
+    with ThreadPoolExecutor(2) as pool:
+        answers = sorted(pool.map(merging, (first, second), (second, first)))
+    assert answers == [204, 422]
+    db.session.expire_all()
+    pointers = {c.id: c.merged_into_id for c in db.session.scalars(select(Conversation))}
+    assert sorted(map(str, pointers.values())) == sorted([str(None), str(first if pointers[second] else second)])
+    kept = first if pointers[first] is None else second
+    assert sorted(texts(kept)) == ["On WeChat", "On the web"]
+    assert inbound(client, channel, "Later") == inbound(client, wechat, "And later") == kept
+
+
+def test_a_merged_conversation_takes_no_reply_and_no_change_by_hand(app, client, tenant, channel):
+    wechat = another_channel(tenant)
+    source, target = inbound(client, channel, "First"), inbound(client, wechat, "Second")
+    supervisor = browser_of(app, seat(tenant, "supervisor"))
+    page = supervisor.get(f"/workbench/conversations/{source}").get_data(as_text=True)
+    merge(supervisor, source, target)
+    answer = supervisor.post(f"/workbench/conversations/{source}/messages", headers=HX, data={
+        "csrf_token": csrf_from(page), "text": "Too late", "client_message_id": str(uuid.uuid4())})
+    assert answer.status_code == 422 and "merged into another one: reply there" in answer.get_data(as_text=True)
+    changed = supervisor.post(f"/workbench/conversations/{source}/status", headers=HX, data={
+        "csrf_token": csrf_from(page), "seen_assignee": "", "seen_status": "resolved", "status": "open"})
+    assert changed.status_code == 422
+    db.session.expire_all()
+    assert db.session.get(Conversation, source).status == "resolved" and "Too late" not in texts(target)
+    details = supervisor.get(f"/workbench/conversations/{source}").get_data(as_text=True)
+    assert "Mark open" not in details and "Snooze" not in details
+
+
+@pytest.mark.parametrize("seen_status", ["open\x00", "closed", ""])
+def test_a_seen_status_that_is_not_a_status_is_refused_without_merging(app, client, tenant, channel, seen_status):
+    source, target = inbound(client, channel, "First"), inbound(client, another_channel(tenant), "Second")
+    supervisor = browser_of(app, seat(tenant, "supervisor"))
+    page = supervisor.get(f"/workbench/conversations/{source}").get_data(as_text=True)
+    answer = supervisor.post(f"/workbench/conversations/{source}/merge", headers=HX, data={
+        "csrf_token": csrf_from(page), "target": str(target), "seen_status": seen_status})
+    assert answer.status_code == 422 and "Choose the conversation to merge into." in answer.get_data(as_text=True)
+    db.session.expire_all()
+    assert db.session.get(Conversation, source).merged_into_id is None

@@ -14,8 +14,11 @@ from core.queue_names import WEBHOOKS
 from core.crypto import decrypt
 from core.db import db
 from desk import outbound
+from desk.merge import merge as merge_conversations
 from desk.models import Channel, ChannelDelivery, ChannelDeliveryAttempt, Conversation, Customer
+from desk.replies import post_message
 from tests.conftest import csrf_from, egress_env, seat, worker_killed_once
+from tests.support.channels import another_channel
 from tests.support.desk import HX, browser_of, send_reply
 from tests.support.openapi import deliver, verify
 
@@ -207,3 +210,23 @@ def test_attempts_are_recorded_per_delivery(agent_client, chat, endpoint, receiv
     deliver(redis_conn)
     [attempt] = db.session.scalars(select(ChannelDeliveryAttempt)).all()
     assert attempt.status_code == 200 and attempt.number == 1 and attempt.event_id == deliveries()[0].id
+
+
+def test_a_retry_after_a_merge_goes_to_the_same_customer_on_the_same_channel(tenant, chat, chat_channel, endpoint):
+    """The merge moved the message into another customer's conversation on another channel: the retry
+    still answers the customer it was written to, where they wrote."""
+    other = Customer(tenant_id=tenant.id, name="Li Lei", external_id="wx-7")
+    db.session.add(other)
+    db.session.flush()
+    target = Conversation(tenant_id=tenant.id, customer_id=other.id, channel_id=another_channel(tenant)[0].id)
+    db.session.add(target)
+    db.session.commit()
+    supervisor = seat(tenant, "supervisor")
+    message, first = post_message(tenant.id, supervisor, chat.id, "About your parcel", False, uuid.uuid4())
+    db.session.execute(update(ChannelDelivery).where(ChannelDelivery.id == first).values(status="failed"))
+    merge_conversations(tenant.id, supervisor, chat.id, target.id, "open", True)
+    db.session.commit()
+    retried = db.session.get(ChannelDelivery, outbound.retry(tenant.id, message.id))
+    data = json.loads(retried.body)["data"]
+    assert (retried.channel_id, data["customer_external_id"], data["conversation_id"]) == (
+        chat_channel.id, "wx-42", str(chat.id))

@@ -115,10 +115,10 @@ def test_another_tenants_member_sees_nothing(app, tenant, other_tenant, conversa
 
 
 def composer_post(browser, conversation, text: str, replied_after: str, send_anyway: str = "", client_id=None,
-                  headers=None):
+                  headers=None, private: bool = False):
     page = browser.get(f"/workbench/conversations/{conversation.id}").get_data(as_text=True)
     data = {"csrf_token": csrf_from(page), "text": text, "client_message_id": str(client_id or uuid.uuid4()),
-            "replied_after": replied_after, "send_anyway": send_anyway}
+            "replied_after": replied_after, "send_anyway": send_anyway, **({"private_note": "on"} if private else {})}
     return browser.post(f"/workbench/conversations/{conversation.id}/messages", headers={**HX, **(headers or {})},
                         data=data)
 
@@ -159,6 +159,14 @@ def test_no_question_for_ones_own_replies_notes_or_replies_seen_before_typing(ap
     assert composer_post(li, conversation, "Your parcel left", began).status_code == 200
     assert composer_post(li, conversation, "Sent without typing", "").status_code == 200
     assert stored("Your parcel left") == 1 and stored("Sent without typing") == 1
+
+
+def test_writing_a_private_note_after_another_members_reply_never_asks(app, tenant, conversation):
+    han, li = (browser_of(app, named(tenant, "agent", n)) for n in ("韩梅梅", "李雷"))
+    began = as_of(li, conversation)
+    send_reply(han, conversation, "We shipped it today")
+    assert composer_post(li, conversation, "Note: double-check the address", began, private=True).status_code == 200
+    assert stored("Note: double-check the address") == 1
 
 
 def test_the_question_speaks_chinese(app, tenant, conversation):
