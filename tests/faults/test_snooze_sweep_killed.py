@@ -1,7 +1,8 @@
 """The tick's wake-up of snoozed conversations (issue 37) killed (`kill -9` of a real worker while
 its UPDATE waits on a conversation's row): the killed batch reopens nothing and records no event,
 and the next tick reopens each due conversation once, with one event each; a snooze not due yet
-stays."""
+stays. The same when PostgreSQL restarts under the waiting batch."""
+import threading
 from datetime import timedelta
 
 from rq import Queue
@@ -70,3 +71,30 @@ def test_a_worker_killed_mid_wake_up_reopens_nothing_and_the_next_tick_reopens_e
     assert snooze.sweep() == 0
     db.session.rollback()
     assert db.session.get(Conversation, ids[DUE]).status == "pending"
+
+
+def test_a_database_restart_mid_wake_up_reopens_nothing_and_the_next_tick_reopens_each_once(
+        fault_stores, faults_context, fault_app):
+    postgres, _ = fault_stores
+    ids = _snoozed()
+    outcome = []
+
+    def tick() -> None:
+        with fault_app.app_context():
+            try:
+                outcome.append(snooze.sweep())
+            except Exception as error:  # the tick logs a failed handler and goes on
+                outcome.append(type(error).__name__)
+
+    holder = db.engine.connect()
+    holder.execute(text("SELECT status FROM conversation WHERE id = :id FOR UPDATE"), {"id": ids[DUE - 1]})
+    sweeping = threading.Thread(target=tick)
+    sweeping.start()
+    wait_for_a_lock(postgres, "UPDATE conversation SET status")
+    postgres.ctl("restart")  # the waiting batch and the lock's holder die with their server
+    sweeping.join(60)
+    holder.invalidate()
+    assert outcome and outcome[0] != DUE, outcome
+    assert _state(ids) == (0, 0)
+    assert snooze.sweep() == DUE  # the next tick, on a pool that dropped its dead connections
+    assert _state(ids) == (DUE, DUE) and snooze.sweep() == 0
