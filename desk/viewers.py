@@ -75,11 +75,6 @@ def report(connection: redis.Redis, tenant_id: uuid.UUID, member_id: uuid.UUID, 
     return [Viewer(*values[i:i + 4]) for i in range(0, len(values), 4)]
 
 
-def read(connection: redis.Redis, tenant_id: uuid.UUID, member_id: uuid.UUID) -> list[Viewer]:
-    """The tenant's live entries, recording nothing."""
-    return report(connection, tenant_id, member_id, "", None, "", write=False)
-
-
 def others(viewers: list[Viewer], member_id: uuid.UUID) -> list[Viewer]:
     """Everyone's entries but the member's own, by name."""
     return sorted((v for v in viewers if v.member_id != str(member_id)), key=lambda v: (v.name, v.member_id))

@@ -10,7 +10,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from core.audit import AuditEntry
 from core.db import db
@@ -257,3 +257,31 @@ def test_a_seen_status_that_is_not_a_status_is_refused_without_merging(app, clie
     assert answer.status_code == 422 and "Choose the conversation to merge into." in answer.get_data(as_text=True)
     db.session.expire_all()
     assert db.session.get(Conversation, source).merged_into_id is None
+
+
+def test_a_chain_of_merges_is_followed_and_merged_conversations_are_never_a_choice(app, client, tenant, channel):
+    wechat, email = another_channel(tenant), another_channel(tenant, "E-mail")
+    first, second = inbound(client, channel, "On the web"), inbound(client, wechat, "On WeChat")
+    third = inbound(client, email, "By e-mail")
+    supervisor = seat(tenant, "supervisor")
+    browser = browser_of(app, supervisor)
+    db.session.execute(update(Conversation).where(Conversation.id == third).values(assignee_member_id=supervisor.id))
+    db.session.commit()
+    merge(browser, first, second)
+    merge(browser, second, third)
+    assert inbound(client, channel, "Web again") == third  # the web conversation → WeChat's → e-mail's
+    assert sorted(texts(third)) == ["By e-mail", "On WeChat", "On the web", "Web again"]
+    kept = db.session.get(Conversation, third)
+    assert (kept.assignee_member_id, kept.channel_id, kept.status) == (supervisor.id, email[0].id, "open")
+    choices = browser.get(f"/workbench/conversations/{third}/merge", headers=HX).get_data(as_text=True)
+    assert str(first) not in choices and str(second) not in choices
+
+
+def test_a_source_changed_since_the_dialog_opened_is_not_merged(app, client, tenant, channel):
+    source, target = inbound(client, channel, "First"), inbound(client, another_channel(tenant), "Second")
+    supervisor = browser_of(app, seat(tenant, "supervisor"))
+    page = supervisor.get(f"/workbench/conversations/{source}").get_data(as_text=True)
+    answer = supervisor.post(f"/workbench/conversations/{source}/merge", headers=HX, data={
+        "csrf_token": csrf_from(page), "target": str(target), "seen_status": "pending"})
+    assert answer.status_code == 422 and "Someone changed this conversation meanwhile" in answer.get_data(as_text=True)
+    assert texts(source) == ["First"]
