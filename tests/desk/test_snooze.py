@@ -152,3 +152,11 @@ def test_a_change_by_hand_ends_the_snooze_and_the_tick_leaves_it_alone(desk):
     desk.status("pending")
     desk.at(beijing("2026-11-27 12:00"))
     assert snooze.sweep() == 0 and state(desk) == ("pending", None)
+
+
+def test_a_customer_message_leaves_a_pending_conversation_that_is_not_snoozed_pending(desk):
+    desk.at(beijing("2026-11-27 10:00")).customer()
+    desk.status("pending")
+    desk.at(beijing("2026-11-27 11:00")).customer("Here is the photo you asked for")
+    assert state(desk) == ("pending", None)
+    assert [kind for kind, _after in events(desk)] == ["status"]
